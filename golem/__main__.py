@@ -1,0 +1,5 @@
+"""``python -m golem`` is the ``golem`` command."""
+
+from golem.cli import main
+
+main()

@@ -1,0 +1,189 @@
+"""The ``golem`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+import structlog
+
+from golem import __version__
+from golem.config import LOOP_NAMES, Config, load_config, parse_config, speed_label
+from golem.errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, GolemError
+from golem.logging import configure_logging
+from golem.runtime.daemon import Daemon
+from golem.runtime.duration import format_duration, parse_duration
+from golem.runtime.handlers import HandlerRegistry
+from golem.runtime.loop import iso
+from golem.runtime.notify import SystemdNotifier
+from golem.status import collect_status, render_status
+from golem.wiring import build_registry
+
+DEFAULT_CONFIG = Path("bardo.toml")
+
+_DESCRIPTION = """\
+Run a golem: a mortal autonomous DeFi agent. One process runs three tick loops:
+Gamma captures chain events into episodic memory, Theta assembles a context and
+decides, Delta consolidates, forgets, dreams and keeps the golem's mortality.
+
+Exit status: 0 ok, 2 bad arguments, 75 data dir in use by another golem,
+78 bad configuration, 1 any other failure."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    sys.exit(run_cli(argv))
+
+
+def run_cli(argv: list[str] | None = None, registry: HandlerRegistry | None = None) -> int:
+    """Parse arguments and run a command. ``registry`` overrides the built-in handlers
+    (used by golem.testing to run the real daemon with scripted handlers)."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _cmd_run(args.config, args.stop_after, registry)
+        if args.command == "check-config":
+            return _cmd_check_config(args.config, sys.stdout)
+        if args.command == "status":
+            return _cmd_status(args.config, args.json, sys.stdout)
+        if args.command == "init":
+            return _cmd_init(args.path, args.data_dir, args.force, sys.stdout)
+    except GolemError as exc:
+        _fail(str(exc), exc.exit_code)
+        return exc.exit_code
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+def _cmd_run(config_path: Path, stop_after: float | None,
+             registry: HandlerRegistry | None) -> int:
+    config = _load(config_path)
+    configure_logging(config.logging.level, config.logging.format)
+    log = structlog.get_logger("golem.cli")
+    notifier = SystemdNotifier.from_environ()
+    daemon = Daemon(config, registry if registry is not None else build_registry(config),
+                    stop_after=stop_after, notifier=notifier)
+    try:
+        return anyio.run(daemon.run, backend_options={"use_uvloop": True})
+    except GolemError as exc:
+        log.error("golem cannot run", error=str(exc), exit_code=exc.exit_code)
+        _fail(str(exc), exc.exit_code)
+        return exc.exit_code
+    except Exception:
+        log.exception("golem crashed")
+        return EXIT_FAILURE
+
+
+def _cmd_check_config(config_path: Path, out: TextIO) -> int:
+    config = _load(config_path)
+    out.write(f"config ok: {config_path}\n{describe_config(config)}\n")
+    return EXIT_OK
+
+
+def describe_config(config: Config) -> str:
+    if config.clock.mode == "real":
+        clock = "real (wall clock)"
+    else:
+        clock = f"simulated, {speed_label(config)}, from {iso(config.clock.start.timestamp())}"
+    lines = [f"  name      {config.golem.name}",
+             f"  data dir  {config.data_dir}",
+             f"  clock     {clock}"]
+    for name in LOOP_NAMES:
+        loop = config.loop(name)
+        lines.append(f"  {name:<9} every {format_duration(loop.interval_s)}, deadline "
+                     f"{format_duration(loop.deadline_s)}, backoff up to "
+                     f"{format_duration(loop.backoff_max_s) if loop.backoff_max_s else 'off'}")
+    return "\n".join(lines)
+
+
+def _cmd_status(config_path: Path, as_json: bool, out: TextIO) -> int:
+    report = collect_status(_load(config_path))
+    out.write((json.dumps(report, indent=2, default=str) if as_json
+               else render_status(report)) + "\n")
+    return EXIT_OK
+
+
+def _cmd_init(path: Path, data_dir: str | None, force: bool, out: TextIO) -> int:
+    if path.exists() and not force:
+        _fail(f"{path} already exists; pass --force to overwrite it", EXIT_USAGE)
+        return EXIT_USAGE
+    text = starter_config(data_dir)
+    parse_config(text, source=path)  # the template must always be valid
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    out.write(f"wrote {path}; check it with: golem check-config --config {path}\n")
+    return EXIT_OK
+
+
+def starter_config(data_dir: str | None = None) -> str:
+    text = resources.files("golem").joinpath("templates/bardo.toml").read_text("utf-8")
+    if data_dir is not None:
+        line = f"data_dir = {json.dumps(data_dir)}"
+        text, count = re.subn(r'(?m)^data_dir = "data"$', lambda _m: line, text)
+        assert count == 1, "template lost its data_dir line"
+    return text
+
+
+def _load(path: Path) -> Config:
+    return load_config(path)
+
+
+def _fail(message: str, code: int) -> None:
+    kind = "config error" if code == EXIT_CONFIG else "error"
+    sys.stderr.write(f"golem: {kind}: {message}\n")
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="golem", description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"golem {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def config_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", type=Path, default=DEFAULT_CONFIG, metavar="PATH",
+                       help="configuration file (default: %(default)s)")
+
+    run = sub.add_parser(
+        "run", help="run the golem daemon",
+        description="Run the golem until SIGTERM/SIGINT (graceful; a second signal cancels "
+                    "ticks in flight) or until --stop-after has passed in golem time.")
+    config_arg(run)
+    run.add_argument("--stop-after", type=_duration, metavar="DURATION",
+                     help="stop cleanly after this much golem-clock time, e.g. 90s, 2h, 30d; "
+                          "with a simulated clock at max speed this runs as fast as it can")
+
+    check = sub.add_parser(
+        "check-config", help="validate a configuration file without starting",
+        description="Validate the configuration and print what it means. Exits 78 with one "
+                    "line naming the key on any problem. Writes nothing.")
+    config_arg(check)
+
+    status = sub.add_parser(
+        "status", help="show ticks, errors and data sizes from the state store",
+        description="Report what the state store holds: ticks per loop, skips and failures, "
+                    "the last error, registered handlers and data sizes. Read-only; safe "
+                    "while the golem runs.")
+    config_arg(status)
+    status.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    init = sub.add_parser(
+        "init", help="write a starter configuration file",
+        description="Write the default configuration (simulated chain, offline, no key "
+                    "needed) to PATH.")
+    init.add_argument("path", type=Path, metavar="PATH", help="where to write the file")
+    init.add_argument("--data-dir", metavar="DIR",
+                      help="set golem.data_dir (default: data, next to the file)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    return parser

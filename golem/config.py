@@ -1,0 +1,305 @@
+"""The one typed, frozen configuration, built from TOML.
+
+Every section is a frozen dataclass; field metadata carries the range checks.
+Loading rejects unknown keys and reports the first problem as a single line
+naming the key path (``theta.interval_s: must be > 0, got -5``), so an operator
+can fix a file without reading code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import operator
+import sys
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from golem.errors import ConfigError
+
+if sys.version_info >= (3, 11):  # noqa: UP036 - tomli is the documented fallback below 3.11
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+LoopName = Literal["gamma", "theta", "delta"]
+LOOP_NAMES: tuple[LoopName, ...] = ("gamma", "theta", "delta")
+
+
+def _check(**rules: Any) -> dict[str, Any]:
+    """Field metadata: gt, ge, le, lt (numbers), min_len, max_len (strings)."""
+    return {"rules": rules}
+
+
+@dataclass(frozen=True)
+class GolemSection:
+    """Identity and where the golem keeps its data."""
+
+    name: str = field(default="golem", metadata=_check(min_len=1, max_len=64))
+    data_dir: Path = Path("data")
+    seed: int = field(default=42, metadata=_check(ge=0, lt=2**63))
+
+
+@dataclass(frozen=True)
+class ClockSection:
+    """Golem time: the wall clock, or virtual time that jumps when every loop waits."""
+
+    mode: Literal["simulated", "real"] = "simulated"
+    speed: float | Literal["max"] = field(default="max", metadata=_check(gt=0, le=1e9))
+    start: datetime = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class LoopSection:
+    """One tick loop: how often it ticks, how long a tick may run, how far failures back off."""
+
+    interval_s: float = field(default=10.0, metadata=_check(gt=0, le=86400))
+    deadline_s: float = field(default=30.0, metadata=_check(gt=0, le=86400))
+    backoff_max_s: float = field(default=120.0, metadata=_check(ge=0, le=7 * 86400))
+
+
+@dataclass(frozen=True)
+class RuntimeSection:
+    """Lifecycle: shutdown grace, cleanup bound, how often counters reach disk."""
+
+    shutdown_grace_s: float = field(default=20.0, metadata=_check(gt=0, le=3600))
+    cleanup_timeout_s: float = field(default=5.0, metadata=_check(gt=0, le=600))
+    state_flush_interval_s: float = field(default=1.0, metadata=_check(gt=0, le=3600))
+
+
+@dataclass(frozen=True)
+class LoggingSection:
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["auto", "json", "console"] = "auto"
+
+
+@dataclass(frozen=True)
+class EventsSection:
+    """The JSONL event log in the data dir, rotated by size."""
+
+    max_bytes: int = field(default=64 * 1024 * 1024, metadata=_check(ge=4096, le=2**40))
+    keep: int = field(default=3, metadata=_check(ge=0, le=100))
+
+
+def _gamma() -> LoopSection:
+    return LoopSection(interval_s=10.0, deadline_s=30.0, backoff_max_s=120.0)
+
+
+def _theta() -> LoopSection:
+    return LoopSection(interval_s=60.0, deadline_s=180.0, backoff_max_s=600.0)
+
+
+def _delta() -> LoopSection:
+    return LoopSection(interval_s=600.0, deadline_s=1800.0, backoff_max_s=3600.0)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole configuration. ``source`` is the file it came from, if any."""
+
+    golem: GolemSection = field(default_factory=GolemSection)
+    clock: ClockSection = field(default_factory=ClockSection)
+    gamma: LoopSection = field(default_factory=_gamma)
+    theta: LoopSection = field(default_factory=_theta)
+    delta: LoopSection = field(default_factory=_delta)
+    runtime: RuntimeSection = field(default_factory=RuntimeSection)
+    logging: LoggingSection = field(default_factory=LoggingSection)
+    events: EventsSection = field(default_factory=EventsSection)
+    source: Path | None = field(default=None, metadata={"internal": True})
+
+    @property
+    def data_dir(self) -> Path:
+        return self.golem.data_dir
+
+    def loop(self, name: LoopName) -> LoopSection:
+        section: LoopSection = getattr(self, name)
+        return section
+
+
+def load_config(path: Path) -> Config:
+    """Read, parse and validate a config file; relative paths resolve against its folder."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    return parse_config(text, source=path)
+
+
+def parse_config(text: str, source: Path | None = None) -> Config:
+    where = str(source) if source is not None else "<config>"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+    cfg: Config = _build(Config, data, "")
+    base = source.resolve().parent if source is not None else Path.cwd()
+    data_dir = cfg.golem.data_dir.expanduser()
+    if not data_dir.is_absolute():
+        data_dir = base / data_dir
+    golem = dataclasses.replace(cfg.golem, data_dir=data_dir)
+    cfg = dataclasses.replace(cfg, golem=golem, source=source)
+    _cross_checks(cfg)
+    return cfg
+
+
+def _cross_checks(cfg: Config) -> None:
+    for name in LOOP_NAMES:
+        loop = cfg.loop(name)
+        if loop.backoff_max_s and loop.backoff_max_s < loop.interval_s:
+            raise ConfigError(
+                f"{name}.backoff_max_s: must be 0 (no backoff) or >= {name}.interval_s "
+                f"({_fmt(loop.interval_s)}), got {_fmt(loop.backoff_max_s)}"
+            )
+
+
+class _WrongType(ConfigError):
+    """The value has the wrong type (as opposed to an out-of-range value)."""
+
+
+def _build(cls: type[Any], data: Mapping[str, Any], prefix: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        key = f"{prefix}{unknown[0]}"
+        raise ConfigError(f"{key}: unknown key (expected one of: {', '.join(fields)})")
+    values: dict[str, Any] = {}
+    for name, value in data.items():
+        key = f"{prefix}{name}"
+        hint = hints[name]
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{key}: must be a table [{key}], got {_fmt(value)}")
+            values[name] = _build(hint, value, f"{key}.")
+        else:
+            values[name] = _coerce(hint, value, key, fields[name].metadata.get("rules", {}))
+    return cls(**values)
+
+
+def _coerce(hint: Any, value: Any, key: str, rules: Mapping[str, Any]) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        for option in options:
+            try:
+                return _coerce(option, value, key, rules)
+            except _WrongType:
+                continue
+        expected = " or ".join(_expected(o) for o in options)
+        raise _WrongType(f"{key}: must be {expected}, got {_fmt(value)}")
+    if origin is Literal:
+        if value not in typing.get_args(hint) or isinstance(value, bool):
+            raise _WrongType(f"{key}: must be {_expected(hint)}, got {_fmt(value)}")
+        return value
+    convert = _SCALARS.get(hint)
+    if convert is None:
+        raise TypeError(f"config field {key} has unsupported type {hint!r}")  # a bug in this file
+    return convert(value, key, rules)
+
+
+def _as_bool(value: Any, key: str, rules: Mapping[str, Any]) -> bool:
+    if not isinstance(value, bool):
+        raise _WrongType(f"{key}: must be true or false, got {_fmt(value)}")
+    return value
+
+
+def _as_int(value: Any, key: str, rules: Mapping[str, Any]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _WrongType(f"{key}: must be an integer, got {_fmt(value)}")
+    _range(value, key, rules)
+    return value
+
+
+def _as_float(value: Any, key: str, rules: Mapping[str, Any]) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _WrongType(f"{key}: must be a number, got {_fmt(value)}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{key}: must be a finite number, got {_fmt(value)}")
+    _range(value, key, rules)
+    return float(value)
+
+
+def _as_str(value: Any, key: str, rules: Mapping[str, Any]) -> str:
+    if not isinstance(value, str):
+        raise _WrongType(f"{key}: must be a string, got {_fmt(value)}")
+    _length(value, key, rules)
+    return value
+
+
+def _as_path(value: Any, key: str, rules: Mapping[str, Any]) -> Path:
+    if not isinstance(value, str) or not value.strip():
+        raise _WrongType(f"{key}: must be a non-empty path string, got {_fmt(value)}")
+    return Path(value)
+
+
+def _datetime(value: Any, key: str, rules: Mapping[str, Any]) -> datetime:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigError(f"{key}: must be an RFC 3339 date-time, got {_fmt(value)}") from None
+    if not isinstance(value, datetime):
+        raise _WrongType(f"{key}: must be an RFC 3339 date-time, got {_fmt(value)}")
+    if value.tzinfo is None:
+        raise ConfigError(f"{key}: must carry a UTC offset (e.g. 2026-01-01T00:00:00Z), "
+                          f"got {value.isoformat()}")
+    return value.astimezone(UTC)
+
+
+_SCALARS: dict[Any, Any] = {bool: _as_bool, int: _as_int, float: _as_float, str: _as_str,
+                            Path: _as_path, datetime: _datetime}
+
+
+def _range(value: float, key: str, rules: Mapping[str, Any]) -> None:
+    checks = (("gt", operator.gt, ">"), ("ge", operator.ge, ">="),
+              ("lt", operator.lt, "<"), ("le", operator.le, "<="))
+    for rule, ok, symbol in checks:
+        if rule in rules and not ok(value, rules[rule]):
+            raise ConfigError(f"{key}: must be {symbol} {_fmt(rules[rule])}, got {_fmt(value)}")
+
+
+def _length(value: str, key: str, rules: Mapping[str, Any]) -> None:
+    if "min_len" in rules and len(value) < rules["min_len"]:
+        raise ConfigError(f"{key}: must be at least {rules['min_len']} characters, "
+                          f"got {_fmt(value)}")
+    if "max_len" in rules and len(value) > rules["max_len"]:
+        raise ConfigError(f"{key}: must be at most {rules['max_len']} characters, "
+                          f"got {len(value)}")
+
+
+def _expected(hint: Any) -> str:
+    if typing.get_origin(hint) is Literal:
+        return "one of " + ", ".join(f'"{c}"' for c in typing.get_args(hint))
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+             Path: "a path string", datetime: "an RFC 3339 date-time"}
+    return names.get(hint, str(hint))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return str(value)
+
+
+def speed_label(cfg: Config) -> str:
+    speed = cfg.clock.speed
+    return "max speed" if speed == "max" else f"{_fmt(speed)}x"

@@ -1,0 +1,38 @@
+"""Our exception types and the process exit codes they map to.
+
+Exit codes follow sysexits(3) so systemd can tell a bad config (do not restart)
+from a transient failure (restart).
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 64
+EXIT_SOFTWARE = 70
+EXIT_TEMPFAIL = 75
+EXIT_CONFIG = 78
+
+
+class GolemError(Exception):
+    """Base class for errors the runtime reports to the operator."""
+
+    exit_code: int = EXIT_FAILURE
+
+
+class ConfigError(GolemError):
+    """The configuration file is missing, unparsable or has a bad value."""
+
+    exit_code = EXIT_CONFIG
+
+
+class LockHeldError(GolemError):
+    """Another golem process holds the data directory."""
+
+    exit_code = EXIT_TEMPFAIL
+
+
+class StateError(GolemError):
+    """The state store is unreadable or from an incompatible version."""
+
+    exit_code = EXIT_SOFTWARE

@@ -1,0 +1,165 @@
+"""The in-process event bus and its JSONL log.
+
+Parts of the runtime announce what happened as typed events (``runtime:started``,
+``tick:failed``, and later ``context:assembled``, ``GrimoireWrite`` and the
+rest from the seeds). Subscribers get them synchronously, in order; events
+marked ``persist`` are also appended to ``events.jsonl`` in the data dir,
+which rotates by size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import structlog
+
+from golem.redact import redact
+
+EVENTS_FILE = "events.jsonl"
+
+log = structlog.get_logger("golem.events")
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: ClassVar[str] = "event"
+    persist: ClassVar[bool] = True
+
+    def payload(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RuntimeStarted(Event):
+    kind: ClassVar[str] = "runtime:started"
+    run: int
+    pid: int
+    clock: str
+    handlers: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RuntimeStopping(Event):
+    kind: ClassVar[str] = "runtime:stopping"
+    reason: str
+
+
+@dataclass(frozen=True)
+class RuntimeStopped(Event):
+    kind: ClassVar[str] = "runtime:stopped"
+    reason: str
+    ticks: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TickCompleted(Event):
+    kind: ClassVar[str] = "tick:completed"
+    persist: ClassVar[bool] = False
+    loop: str
+    tick: int
+    duration_ms: float
+    outcome: str
+
+
+@dataclass(frozen=True)
+class TickFailed(Event):
+    kind: ClassVar[str] = "tick:failed"
+    loop: str
+    tick: int
+    outcome: str
+    error_type: str
+    message: str
+    consecutive_failures: int
+
+
+@dataclass(frozen=True)
+class TickSkipped(Event):
+    kind: ClassVar[str] = "tick:skipped"
+    loop: str
+    after_tick: int
+    skipped: int
+    reason: str
+
+
+Subscriber = Callable[[Event, dict[str, Any]], None]
+
+
+class EventBus:
+    """Synchronous fan-out; a failing subscriber is logged and does not stop the others."""
+
+    def __init__(self, now: Callable[[], float], sink: EventLog | None = None) -> None:
+        self._now = now
+        self._sink = sink
+        self._subscribers: list[Subscriber] = []
+        self._seq = 0
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        self._subscribers.append(subscriber)
+        return lambda: self._subscribers.remove(subscriber)
+
+    def emit(self, event: Event) -> dict[str, Any] | None:
+        """Deliver ``event``; returns the record, or None when nobody would see it."""
+        persist = event.persist and self._sink is not None
+        if not persist and not self._subscribers:
+            return None
+        self._seq += 1
+        record: dict[str, Any] = {
+            "seq": self._seq,
+            "kind": event.kind,
+            "golem_time": self._now(),
+            "wall_time": time.time(),
+            **redact(event.payload()),
+        }
+        for subscriber in tuple(self._subscribers):
+            try:
+                subscriber(event, record)
+            except Exception:
+                log.exception("event subscriber failed", event_kind=event.kind)
+        if persist and self._sink is not None:
+            self._sink.append(record)
+        return record
+
+
+class EventLog:
+    """Buffered JSONL appends; ``flush`` does the file I/O (call it from a worker thread)."""
+
+    def __init__(self, path: Path, max_bytes: int, keep: int) -> None:
+        self.path = path
+        self._max_bytes = max_bytes
+        self._keep = keep
+        self._pending: list[str] = []
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._pending.append(json.dumps(record, separators=(",", ":"), default=str))
+
+    def flush(self) -> int:
+        lines, self._pending = self._pending, []
+        if not lines:
+            return 0
+        data = ("\n".join(lines) + "\n").encode()
+        if self.path.exists() and self.path.stat().st_size + len(data) > self._max_bytes:
+            self._rotate()
+        with self.path.open("ab") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return len(lines)
+
+    def _rotate(self) -> None:
+        if self._keep == 0:
+            self.path.unlink(missing_ok=True)
+            return
+        for i in range(self._keep - 1, 0, -1):
+            older = self._rotated(i)
+            if older.exists():
+                older.replace(self._rotated(i + 1))
+        self.path.replace(self._rotated(1))
+
+    def _rotated(self, n: int) -> Path:
+        return self.path.with_name(f"{self.path.stem}.{n}{self.path.suffix}")

@@ -1,0 +1,1 @@
+"""The daemon's skeleton: clock, tick loops, state store, lifecycle."""

@@ -1,0 +1,260 @@
+"""The daemon's lifecycle: start, run three loops, stop cleanly.
+
+Start-up order matters: the config is already valid, then the data dir is
+locked, the state store opened and the previous run's counters loaded; only
+then does systemd hear READY=1. On SIGTERM or SIGINT no new tick starts,
+ticks in flight get ``runtime.shutdown_grace_s`` to finish, a second signal
+or the end of the grace period cancels them, and the final flush runs
+shielded under ``runtime.cleanup_timeout_s``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import structlog
+
+from golem.config import LOOP_NAMES, Config, speed_label
+from golem.errors import EXIT_OK
+from golem.events import (
+    EVENTS_FILE,
+    EventBus,
+    EventLog,
+    RuntimeStarted,
+    RuntimeStopped,
+    RuntimeStopping,
+)
+from golem.runtime.clock import Clock, VirtualClock, WallClock
+from golem.runtime.handlers import HandlerRegistry
+from golem.runtime.lock import DataDirLock
+from golem.runtime.loop import TickLoop, TickReport, iso
+from golem.runtime.notify import SystemdNotifier
+from golem.runtime.state import ErrorRecord, LoopCounters, StateStore
+
+log = structlog.get_logger("golem.runtime")
+
+
+@dataclass
+class _Pending:
+    errors: list[ErrorRecord] = field(default_factory=list)
+    dirty: bool = False
+
+
+class Daemon:
+    """One run of the golem. Construct, then ``await run()``; returns the exit status."""
+
+    def __init__(
+        self,
+        config: Config,
+        registry: HandlerRegistry,
+        stop_after: float | None = None,
+        notifier: SystemdNotifier | None = None,
+    ) -> None:
+        self.config = config
+        self.registry = registry
+        self.stop_after = stop_after
+        self.notifier = notifier or SystemdNotifier(None, None)
+        self.loops: list[TickLoop] = []
+        self.stop_reason: str | None = None
+        self._pending = _Pending()
+        self._db = anyio.CapacityLimiter(1)
+        self._store: StateStore | None = None
+        self._events_log: EventLog | None = None
+        self._clock: Clock | None = None
+        self._bus: EventBus | None = None
+        self._forced = False
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    @property
+    def clock(self) -> Clock:
+        assert self._clock is not None, "clock exists once run() has started"
+        return self._clock
+
+    async def run(self) -> int:
+        data_dir = self.config.data_dir
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock = DataDirLock(data_dir)
+        lock.acquire()
+        try:
+            self._store = await anyio.to_thread.run_sync(StateStore.open, data_dir)
+            try:
+                return await self._run_opened(self._store)
+            finally:
+                self._store.close()
+        finally:
+            lock.release()
+
+    async def _run_opened(self, store: StateStore) -> int:
+        cfg = self.config
+        counters = await self._call(store.load_loops)
+        meta = await self._call(store.all_meta)
+        self._clock = self._make_clock(meta.get("golem_time"))
+        self._events_log = EventLog(cfg.data_dir / EVENTS_FILE, cfg.events.max_bytes,
+                                    cfg.events.keep)
+        self._bus = EventBus(self.clock.now, self._events_log)
+        for rank, name in enumerate(LOOP_NAMES):
+            self.loops.append(TickLoop(
+                name=name, rank=rank, section=cfg.loop(name), clock=self.clock,
+                handlers=self.registry.for_loop(name),
+                counters=counters.get(name) or LoopCounters(name), events=self._bus,
+                seed=cfg.golem.seed, on_tick=self._on_tick,
+            ))
+        run_number = int(meta.get("runs", 0)) + 1
+        started = {
+            "runs": run_number,
+            "handlers": self.registry.describe(),
+            "last_run": {"pid": os.getpid(), "started_wall": time.time(),
+                         "started_golem": self.clock.now(), "clock": self._clock_label()},
+            "clean_shutdown": False,
+            "golem_time": self.clock.now(),
+        }
+        if "created_wall" not in meta:
+            started["created_wall"] = time.time()
+        await self._call(store.save, [loop.counters for loop in self.loops], started)
+        stop_at = self.clock.now() + self.stop_after if self.stop_after else None
+
+        self._bus.emit(RuntimeStarted(run_number, os.getpid(), self._clock_label(),
+                                      self.registry.describe()))
+        log.info("golem started", name=cfg.golem.name, run=run_number,
+                 data_dir=str(cfg.data_dir), clock=self._clock_label(),
+                 golem_time=iso(self.clock.now()),
+                 stop_at=iso(stop_at) if stop_at else None,
+                 handlers=self.registry.describe(),
+                 resumed_ticks={lp.name: lp.counters.ticks for lp in self.loops})
+        self.notifier.ready(self._status_line())
+        try:
+            async with anyio.create_task_group() as outer:
+                self._tg = outer
+                outer.start_soon(self.clock.run)
+                outer.start_soon(self._watch_signals)
+                outer.start_soon(self._flush_periodically)
+                if self.notifier.watchdog_period_s:
+                    outer.start_soon(self._watchdog, self.notifier.watchdog_period_s)
+                async with anyio.create_task_group() as loops:
+                    for loop in self.loops:
+                        loops.start_soon(loop.run, stop_at)
+                outer.cancel_scope.cancel()
+        finally:
+            await self._shutdown()
+        return EXIT_OK
+
+    def request_stop(self, reason: str) -> None:
+        """First call: graceful stop. Second call: cancel ticks in flight."""
+        if self.stop_reason is not None:
+            self.force_stop(f"{reason} again")
+            return
+        self.stop_reason = reason
+        grace = self.config.runtime.shutdown_grace_s
+        log.info("golem stopping", reason=reason, grace_s=grace,
+                 ticking=[lp.name for lp in self.loops if lp.state.value == "ticking"])
+        self.notifier.stopping(f"stopping: {reason}")
+        if self._bus is not None:
+            self._bus.emit(RuntimeStopping(reason))
+        for loop in self.loops:
+            loop.stop()
+        if self._tg is not None:
+            self._tg.start_soon(self._grace_timer, grace)
+
+    def force_stop(self, reason: str) -> None:
+        if self._forced:
+            return
+        self._forced = True
+        busy = [lp.name for lp in self.loops if lp.state.value == "ticking"]
+        log.warning("cancelling ticks in flight", reason=reason, loops=busy)
+        for loop in self.loops:
+            loop.force()
+
+    async def _grace_timer(self, grace: float) -> None:
+        await anyio.sleep(grace)
+        self.force_stop("shutdown grace period over")
+
+    async def _watch_signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                self.request_stop(signal.Signals(signum).name)
+
+    async def _flush_periodically(self) -> None:
+        interval = self.config.runtime.state_flush_interval_s
+        while True:
+            await anyio.sleep(interval)
+            if self._pending.dirty:
+                await self._flush()
+                self.notifier.status(self._status_line())
+
+    async def _watchdog(self, period: float) -> None:
+        withholding = False
+        while True:
+            stuck = [lp for lp in self.loops if not lp.healthy()]
+            if stuck and not withholding:
+                log.warning("watchdog ping withheld: tick stuck past its deadline",
+                            loops={lp.name: round(lp.tick_age(), 1) for lp in stuck})
+            elif not stuck and withholding:
+                log.info("watchdog pings resumed")
+            withholding = bool(stuck)
+            if not stuck:
+                self.notifier.watchdog()
+            await anyio.sleep(period)
+
+    def _on_tick(self, report: TickReport) -> None:
+        self._pending.dirty = True
+        if report.error is not None:
+            self._pending.errors.append(report.error)
+
+    async def _flush(self, final: dict[str, Any] | None = None) -> None:
+        store = self._store
+        assert store is not None
+        errors, self._pending.errors = self._pending.errors, []
+        self._pending.dirty = False
+        meta: dict[str, Any] = {"golem_time": self.clock.now(), **(final or {})}
+        counters = [LoopCounters(**vars(loop.counters)) for loop in self.loops]
+        await self._call(store.save, counters, meta, errors)
+        if self._events_log is not None:
+            await self._call(self._events_log.flush)
+
+    async def _shutdown(self) -> None:
+        reason = self.stop_reason or "stop-after reached"
+        with anyio.CancelScope(shield=True), anyio.move_on_after(
+                self.config.runtime.cleanup_timeout_s) as bounded:
+            if self.stop_reason is None:
+                self.notifier.stopping(f"stopping: {reason}")
+                if self._bus is not None:
+                    self._bus.emit(RuntimeStopping(reason))
+            ticks: dict[str, int] = {lp.name: lp.counters.ticks for lp in self.loops}
+            if self._bus is not None:
+                self._bus.emit(RuntimeStopped(reason, ticks))
+            await self._flush({"clean_shutdown": True, "last_stop": {
+                "reason": reason, "wall": time.time(), "golem": self.clock.now()}})
+        if bounded.cancelled_caught:
+            log.error("final flush did not finish in time; state may lag",
+                      timeout_s=self.config.runtime.cleanup_timeout_s)
+        log.info("golem stopped", reason=reason, golem_time=iso(self.clock.now()),
+                 ticks={lp.name: lp.counters.ticks for lp in self.loops})
+        self.notifier.close()
+
+    async def _call(self, fn: Any, *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._db)
+
+    def _make_clock(self, persisted_time: float | None) -> Clock:
+        cfg = self.config.clock
+        if cfg.mode == "real":
+            return WallClock()
+        start = cfg.start.timestamp()
+        if persisted_time is not None and persisted_time > start:
+            start = persisted_time
+        speed = None if cfg.speed == "max" else float(cfg.speed)
+        return VirtualClock(start, speed)
+
+    def _clock_label(self) -> str:
+        if self.config.clock.mode == "real":
+            return "real"
+        return f"simulated ({speed_label(self.config)})"
+
+    def _status_line(self) -> str:
+        ticks = " ".join(f"{lp.name}={lp.counters.ticks}" for lp in self.loops)
+        return f"ticks {ticks}; golem time {iso(self.clock.now())}"

@@ -1,0 +1,211 @@
+"""The durable state store: counters, cursors and anything later parts must not lose.
+
+SQLite in WAL mode with ``synchronous=FULL``: a committed write survives a
+power cut. Schema changes are numbered migrations applied in order; a store
+written by a newer build is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from golem.errors import StateError
+
+STATE_FILE = "state.db"
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE loops (
+        name TEXT PRIMARY KEY,
+        ticks INTEGER NOT NULL DEFAULT 0,
+        ok INTEGER NOT NULL DEFAULT 0,
+        failed INTEGER NOT NULL DEFAULT 0,
+        timed_out INTEGER NOT NULL DEFAULT 0,
+        cancelled INTEGER NOT NULL DEFAULT 0,
+        skipped_overrun INTEGER NOT NULL DEFAULT 0,
+        skipped_backoff INTEGER NOT NULL DEFAULT 0,
+        consecutive_failures INTEGER NOT NULL DEFAULT 0,
+        last_tick_at REAL,
+        last_duration_ms REAL,
+        last_outcome TEXT,
+        next_due REAL
+    );
+    CREATE TABLE errors (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        golem_time REAL NOT NULL,
+        wall_time REAL NOT NULL,
+        loop TEXT NOT NULL,
+        tick INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        message TEXT NOT NULL
+    );
+    """,
+)
+
+ERRORS_KEPT = 200
+
+
+@dataclass
+class LoopCounters:
+    """Per-loop progress, persisted so a restart resumes numbering and schedule."""
+
+    name: str
+    ticks: int = 0
+    ok: int = 0
+    failed: int = 0
+    timed_out: int = 0
+    cancelled: int = 0
+    skipped_overrun: int = 0
+    skipped_backoff: int = 0
+    consecutive_failures: int = 0
+    last_tick_at: float | None = None
+    last_duration_ms: float | None = None
+    last_outcome: str | None = None
+    next_due: float | None = None
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    golem_time: float
+    wall_time: float
+    loop: str
+    tick: int
+    kind: str
+    message: str
+
+
+_LOOP_COLUMNS = tuple(f.name for f in fields(LoopCounters))
+
+
+class StateStore:
+    """One connection, used by one thread at a time (the runtime serialises access)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, data_dir: Path) -> StateStore:
+        path = data_dir / STATE_FILE
+        try:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA busy_timeout=5000")
+            _migrate(conn)
+        except sqlite3.Error as exc:
+            raise StateError(f"{path}: cannot open state store: {exc}") from None
+        return cls(conn, path)
+
+    @classmethod
+    def open_readonly(cls, data_dir: Path) -> StateStore | None:
+        """For ``golem status``: None when there is no store; never creates one."""
+        path = data_dir / STATE_FILE
+        if not path.exists():
+            return None
+        try:
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                                   isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout=5000")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise StateError(f"{path}: cannot read state store: {exc}") from None
+        if version > len(MIGRATIONS):
+            raise StateError(f"{path}: written by a newer golem (schema {version})")
+        return cls(conn, path)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return json.loads(row[0][0]) if row else default
+
+    def all_meta(self) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in self._query("SELECT key, value FROM meta", ())}
+
+    def load_loops(self) -> dict[str, LoopCounters]:
+        columns = ", ".join(_LOOP_COLUMNS)  # our own constant names, not input
+        rows = self._query(f"SELECT {columns} FROM loops ORDER BY name", ())  # noqa: S608
+        return {row[0]: LoopCounters(*row) for row in rows}
+
+    def recent_errors(self, limit: int = 10) -> list[ErrorRecord]:
+        rows = self._query(
+            "SELECT golem_time, wall_time, loop, tick, kind, message FROM errors "
+            "ORDER BY id DESC LIMIT ?", (limit,))
+        return [ErrorRecord(*row) for row in rows]
+
+    def save(
+        self,
+        loops: Iterable[LoopCounters] = (),
+        meta: Mapping[str, Any] | None = None,
+        errors: Iterable[ErrorRecord] = (),
+    ) -> None:
+        """One transaction: loop counters, meta values and new error records."""
+        placeholders = ", ".join("?" for _ in _LOOP_COLUMNS)
+        try:
+            with self._transaction() as conn:
+                conn.executemany(
+                    f"INSERT OR REPLACE INTO loops ({', '.join(_LOOP_COLUMNS)}) "  # noqa: S608
+                    f"VALUES ({placeholders})",
+                    [tuple(asdict(c).values()) for c in loops],
+                )
+                conn.executemany(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    [(k, json.dumps(v)) for k, v in (meta or {}).items()],
+                )
+                new_errors = [(e.golem_time, e.wall_time, e.loop, e.tick, e.kind, e.message)
+                              for e in errors]
+                if new_errors:
+                    conn.executemany(
+                        "INSERT INTO errors (golem_time, wall_time, loop, tick, kind, message) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", new_errors)
+                    conn.execute(
+                        "DELETE FROM errors WHERE id <= (SELECT MAX(id) FROM errors) - ?",
+                        (ERRORS_KEPT,))
+        except sqlite3.Error as exc:
+            raise StateError(f"{self.path}: write failed: {exc}") from exc
+
+    def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise StateError(f"{self.path}: read failed: {exc}") from exc
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._conn)
+
+
+class _Transaction:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._conn.execute("BEGIN IMMEDIATE")
+        return self._conn
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise sqlite3.DatabaseError(f"written by a newer golem (schema {version})")
+    for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {number}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise

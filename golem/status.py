@@ -1,0 +1,150 @@
+"""``golem status``: what the state store says, without disturbing a running golem.
+
+Reads only: no data dir is created, the lock is not touched, SQLite is
+opened read-only.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from golem.config import LOOP_NAMES, Config, speed_label
+from golem.runtime.duration import format_duration
+from golem.runtime.lock import lock_holder
+from golem.runtime.loop import iso
+from golem.runtime.state import StateStore
+from golem.wiring import PLANNED
+
+NOT_BUILT = "not built yet"
+
+
+def collect_status(config: Config) -> dict[str, Any]:
+    data_dir = config.data_dir
+    pid = lock_holder(data_dir) if data_dir.exists() else None
+    clock = "real" if config.clock.mode == "real" else f"simulated ({speed_label(config)})"
+    report: dict[str, Any] = {
+        "name": config.golem.name,
+        "config": str(config.source) if config.source else None,
+        "data_dir": str(data_dir),
+        "running": pid is not None,
+        "pid": pid if pid and pid > 0 else None,
+        "clock": clock,
+        "initialised": False,
+        "phase": None,
+        "vitality": None,
+        "mortality": NOT_BUILT,
+    }
+    store = StateStore.open_readonly(data_dir) if data_dir.exists() else None
+    if store is None:
+        report["loops"] = {name: _loop_entry(config, name, None, []) for name in LOOP_NAMES}
+        report["data"] = _data_sizes(data_dir)
+        report["last_error"] = None
+        return report
+    try:
+        meta = store.all_meta()
+        loops = store.load_loops()
+        errors = store.recent_errors(1)
+    finally:
+        store.close()
+    handlers = meta.get("handlers", {})
+    report.update(
+        initialised=True,
+        runs=meta.get("runs", 0),
+        golem_time=iso(meta["golem_time"]) if "golem_time" in meta else None,
+        clean_shutdown=meta.get("clean_shutdown"),
+        last_run=meta.get("last_run"),
+        last_stop=meta.get("last_stop"),
+        loops={name: _loop_entry(config, name, loops.get(name), handlers.get(name, []))
+               for name in LOOP_NAMES},
+        last_error=vars(errors[0]) | {"golem_time": iso(errors[0].golem_time)} if errors else None,
+        data=_data_sizes(data_dir),
+    )
+    return report
+
+
+def _loop_entry(config: Config, name: str, row: Any, handlers: list[str]) -> dict[str, Any]:
+    section = config.loop(name)  # type: ignore[arg-type]
+    entry: dict[str, Any] = {
+        "interval_s": section.interval_s,
+        "deadline_s": section.deadline_s,
+        "handlers": handlers,
+        "planned": PLANNED[name],
+    }
+    if row is not None:
+        entry.update({k: v for k, v in vars(row).items() if k != "name"})
+        for key in ("last_tick_at", "next_due"):
+            if entry.get(key) is not None:
+                entry[key] = iso(entry[key])
+    return entry
+
+
+def _data_sizes(data_dir: Path) -> dict[str, Any]:
+    if not data_dir.exists():
+        return {"total_bytes": 0, "entries": {}}
+    entries: dict[str, int] = {}
+    for entry in sorted(data_dir.iterdir()):
+        entries[entry.name] = _size(entry)
+    return {"total_bytes": sum(entries.values()), "entries": entries}
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(root) / name).stat().st_size
+            except OSError:
+                continue
+    return total
+
+
+def render_status(report: dict[str, Any]) -> str:
+    lines = [f"golem {report['name']}: "
+             + (f"running (pid {report['pid']})" if report["running"] else "not running")]
+    lines.append(f"  data dir   {report['data_dir']}")
+    lines.append(f"  clock      {report['clock']}")
+    if not report["initialised"]:
+        lines.append("  state      none yet (this golem has never run)")
+    else:
+        lines.append(f"  golem time {report.get('golem_time')}   runs {report.get('runs')}"
+                     f"   last shutdown clean: {_yes(report.get('clean_shutdown'))}")
+        stop = report.get("last_stop")
+        if stop and not report["running"]:
+            lines.append(f"  last stop  {stop.get('reason')}")
+    lines.append(f"  phase      {NOT_BUILT}   vitality {NOT_BUILT}")
+    lines.append("  loops")
+    for name, loop in report["loops"].items():
+        ticks = loop.get("ticks", 0)
+        handlers = ", ".join(loop["handlers"]) or f"none registered; {loop['planned']}"
+        lines.append(
+            f"    {name:<5} every {format_duration(loop['interval_s']):<6} ticks {ticks:<8}"
+            f" ok {loop.get('ok', 0):<8} failed {loop.get('failed', 0) + loop.get('timed_out', 0)}"
+            f"  skipped {loop.get('skipped_overrun', 0) + loop.get('skipped_backoff', 0)}"
+        )
+        lines.append(f"          handlers: {handlers}")
+    err = report.get("last_error")
+    lines.append("  last error " + (
+        f"{err['loop']} tick {err['tick']} at {err['golem_time']}: {err['kind']}: {err['message']}"
+        if err else "none"))
+    data = report["data"]
+    lines.append(f"  data       {_bytes(data['total_bytes'])} total")
+    for name, size in data["entries"].items():
+        lines.append(f"    {name:<20} {_bytes(size)}")
+    return "\n".join(lines)
+
+
+def _yes(value: Any) -> str:
+    return "yes" if value else ("no" if value is not None else "unknown")
+
+
+def _bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"

@@ -1,0 +1,90 @@
+"""Scripted tick handlers for driving the real runtime in tests."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from golem.runtime.handlers import TickContext, TickCounters
+
+
+@dataclass
+class RecordingHandler:
+    """Remembers (loop, tick, golem time) of every call."""
+
+    name: str = "record"
+    calls: list[tuple[str, int, float]] = field(default_factory=list)
+
+    async def __call__(self, ctx: TickContext) -> TickCounters | None:
+        self.calls.append((ctx.loop, ctx.tick, ctx.clock.now()))
+        return {"calls": len(self.calls)}
+
+
+@dataclass
+class ClockSleepHandler:
+    """Takes ``seconds`` of golem time on the given ticks (all ticks when ``ticks`` is None)."""
+
+    seconds: float
+    ticks: frozenset[int] | None = None
+    name: str = "clock-sleep"
+
+    async def __call__(self, ctx: TickContext) -> TickCounters | None:
+        if self.ticks is None or ctx.tick in self.ticks:
+            await ctx.clock.sleep_until(ctx.clock.now() + self.seconds)
+        return None
+
+
+@dataclass
+class FailingHandler:
+    """Raises on the given ticks; ``secret`` sits in a local to prove logs never show locals."""
+
+    ticks: frozenset[int]
+    name: str = "failing"
+    secret: str = "sk-test-do-not-log-0123456789abcdef"  # noqa: S105 - a decoy, not a key
+
+    async def __call__(self, ctx: TickContext) -> TickCounters | None:
+        api_key = self.secret  # a local a careless traceback renderer would print
+        if ctx.tick in self.ticks:
+            raise RuntimeError(f"scripted failure on {ctx.loop} tick {ctx.tick} ({len(api_key)})")
+        return None
+
+
+@dataclass
+class WallSleepHandler:
+    """Takes ``seconds`` of wall time and leaves marker files, for lifecycle tests.
+
+    Writes ``<marker_dir>/<loop>-<tick>.started`` when it begins and
+    ``.finished`` when it completes, so a test can tell whether a tick in
+    flight was allowed to finish or was cancelled.
+    """
+
+    seconds: float
+    marker_dir: Path
+    name: str = "wall-sleep"
+
+    async def __call__(self, ctx: TickContext) -> TickCounters | None:
+        stem = self.marker_dir / f"{ctx.loop}-{ctx.tick}"
+        stem.with_suffix(".started").write_text(f"{time.time()}\n")
+        await anyio.sleep(self.seconds)
+        stem.with_suffix(".finished").write_text(f"{time.time()}\n")
+        return None
+
+
+@dataclass
+class ThreadBlockHandler:
+    """Blocks a worker thread for ``seconds``; cancellation cannot interrupt it.
+
+    Stands in for a wedged blocking call, so tests can see the watchdog
+    withhold its ping while a tick is stuck past its deadline.
+    """
+
+    seconds: float
+    name: str = "thread-block"
+
+    async def __call__(self, ctx: TickContext) -> TickCounters | None:
+        await anyio.to_thread.run_sync(time.sleep, self.seconds)
+        return None

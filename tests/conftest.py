@@ -1,0 +1,84 @@
+"""Shared helpers: configs in temp dirs and an in-process daemon run."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from golem.config import Config, load_config
+from golem.logging import configure_logging
+from golem.runtime.daemon import Daemon
+from golem.runtime.handlers import HandlerRegistry
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
+
+
+def config_text(sections: Mapping[str, Mapping[str, Any]]) -> str:
+    lines = []
+    for section, values in sections.items():
+        lines.append(f"[{section}]")
+        lines.extend(f"{key} = {toml_value(v)}" for key, v in values.items())
+        lines.append("")
+    return "\n".join(lines)
+
+
+@pytest.fixture
+def make_config(tmp_path: Path):
+    """Write a config whose data dir is inside tmp_path; returns (path, Config)."""
+
+    def make(**sections: Mapping[str, Any]) -> tuple[Path, Config]:
+        merged: dict[str, dict[str, Any]] = {"golem": {"data_dir": "data"},
+                                             "logging": {"format": "json"}}
+        for name, values in sections.items():
+            merged.setdefault(name, {}).update(values)
+        path = tmp_path / "golem.toml"
+        path.write_text(config_text(merged))
+        return path, load_config(path)
+
+    return make
+
+
+def run_daemon(config: Config, registry: HandlerRegistry | None = None,
+               stop_after: float | None = None) -> tuple[int, Daemon, str]:
+    """Run the real daemon in this process; returns (exit status, daemon, log output)."""
+    stream = io.StringIO()
+    configure_logging(config.logging.level, "json", stream)
+    daemon = Daemon(config, registry or HandlerRegistry(), stop_after=stop_after)
+    code = anyio.run(daemon.run, backend_options={"use_uvloop": True})
+    return code, daemon, stream.getvalue()
+
+
+def golem_cmd(*args: str, harness: list[str] | None = None) -> list[str]:
+    """argv for the real CLI in a subprocess (through the test harness when given)."""
+    if harness is not None:
+        return [sys.executable, "-m", "golem.testing.harness", *harness, "--", *args]
+    return [sys.executable, "-m", "golem", *args]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def run_golem(*args: str, timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(golem_cmd(*args), capture_output=True, text=True, timeout=timeout,
+                          env=child_env(), check=False, **kw)

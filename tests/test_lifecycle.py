@@ -1,0 +1,248 @@
+"""The real daemon as a subprocess: signals, grace, the data-dir lock, sd_notify."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from golem.runtime.state import StateStore
+
+from .conftest import child_env, config_text, golem_cmd, run_golem
+
+
+def write_config(tmp_path: Path, **sections: dict) -> Path:
+    merged = {"golem": {"data_dir": "data"}, "logging": {"format": "json"}}
+    for name, values in sections.items():
+        merged.setdefault(name, {}).update(values)
+    path = tmp_path / "golem.toml"
+    path.write_text(config_text(merged))
+    return path
+
+
+def wait_for(path: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} did not appear within {timeout}s")
+        time.sleep(0.01)
+
+
+@contextmanager
+def daemon(config: Path, harness: list[str], *args: str,
+           env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(golem_cmd("run", "--config", str(config), *args, harness=harness),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env or child_env())
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
+
+
+def state_of(config_dir: Path) -> tuple[dict, dict]:
+    store = StateStore.open_readonly(config_dir / "data")
+    assert store is not None
+    try:
+        return store.all_meta(), {k: vars(v) for k, v in store.load_loops().items()}
+    finally:
+        store.close()
+
+
+def test_sigterm_lets_the_tick_in_flight_finish_then_exits_0(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    with daemon(config, ["--wall-sleep", "gamma=1.5", "--markers", str(markers)]) as proc:
+        wait_for(markers / "gamma-1.started")
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    assert proc.returncode == 0, err
+    assert (markers / "gamma-1.finished").exists()
+    assert not (markers / "gamma-2.started").exists()
+    assert took < 10
+    lines = [json.loads(line) for line in out.splitlines()]
+    events = [line["event"] for line in lines]
+    assert events.index("golem stopping") < events.index("golem stopped")
+    gamma_ticks = [line for line in lines if line.get("event") == "tick"
+                   and line["loop"] == "gamma"]
+    assert [(t["tick"], t["outcome"]) for t in gamma_ticks] == [(1, "ok")]
+    meta, loops = state_of(tmp_path)
+    assert meta["clean_shutdown"] is True
+    assert meta["last_stop"]["reason"] == "SIGTERM"
+    assert loops["gamma"]["ticks"] == 1 and loops["gamma"]["ok"] == 1
+
+
+def test_grace_period_over_cancels_the_tick_and_still_exits_0(tmp_path: Path) -> None:
+    config = write_config(tmp_path, runtime={"shutdown_grace_s": 0.5})
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    with daemon(config, ["--wall-sleep", "gamma=60", "--markers", str(markers)]) as proc:
+        wait_for(markers / "gamma-1.started")
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    assert proc.returncode == 0, err
+    assert not (markers / "gamma-1.finished").exists()
+    assert 0.4 < took < 10
+    assert "cancelling ticks in flight" in out
+    meta, loops = state_of(tmp_path)
+    assert meta["clean_shutdown"] is True
+    assert loops["gamma"]["cancelled"] == 1
+    assert loops["gamma"]["last_outcome"] == "cancelled"
+
+
+def test_second_signal_cancels_at_once(tmp_path: Path) -> None:
+    config = write_config(tmp_path, runtime={"shutdown_grace_s": 600})
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    with daemon(config, ["--wall-sleep", "gamma=60", "--markers", str(markers)]) as proc:
+        wait_for(markers / "gamma-1.started")
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        assert proc.poll() is None  # still waiting for the tick: grace is 600 s
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    assert proc.returncode == 0, err
+    assert took < 10
+    _, loops = state_of(tmp_path)
+    assert loops["gamma"]["cancelled"] == 1
+
+
+def test_one_golem_per_data_dir(tmp_path: Path) -> None:
+    config = write_config(tmp_path, runtime={"shutdown_grace_s": 0.2})
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    with daemon(config, ["--wall-sleep", "gamma=60", "--markers", str(markers)]) as first:
+        wait_for(markers / "gamma-1.started")
+        second = run_golem("run", "--config", str(config), "--stop-after", "1h")
+        assert second.returncode == 75
+        assert "in use by another golem" in second.stderr
+        assert f"pid {first.pid}" in second.stderr
+        status = run_golem("status", "--config", str(config), "--json")
+        report = json.loads(status.stdout)
+        assert report["running"] is True and report["pid"] == first.pid
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=30)
+    assert first.returncode == 0
+    after = run_golem("run", "--config", str(config), "--stop-after", "1m")
+    assert after.returncode == 0, after.stderr
+
+
+class NotifyListener:
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.sock.settimeout(0.2)
+        self.path = path
+        self.messages: list[tuple[float, str]] = []
+
+    def drain_until_exit(self, proc: subprocess.Popen[str], timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                data = self.sock.recv(4096)
+                self.messages.append((time.monotonic(), data.decode()))
+            except TimeoutError:
+                if proc.poll() is not None:
+                    return
+
+    def kinds(self) -> list[str]:
+        return [m.split("\n")[0].split("=")[0] for _, m in self.messages]
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def listener(tmp_path: Path) -> Iterator[NotifyListener]:
+    sock_dir = Path(f"/tmp/golem-notify-{os.getpid()}-{time.monotonic_ns()}")
+    sock_dir.mkdir()
+    listener = NotifyListener(sock_dir / "notify.sock")
+    yield listener
+    listener.close()
+    (sock_dir / "notify.sock").unlink(missing_ok=True)
+    sock_dir.rmdir()
+
+
+def test_sd_notify_ready_status_watchdog_stopping(tmp_path: Path,
+                                                  listener: NotifyListener) -> None:
+    config = write_config(tmp_path, runtime={"state_flush_interval_s": 0.1})
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    env = child_env(NOTIFY_SOCKET=str(listener.path), WATCHDOG_USEC="200000")
+    with daemon(config, ["--wall-sleep", "gamma=0.3", "--markers", str(markers)],
+                "--stop-after", "60s", env=env) as proc:
+        listener.drain_until_exit(proc)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    kinds = listener.kinds()
+    assert kinds[0] == "READY"
+    assert kinds[-1] == "STOPPING"
+    assert kinds.count("READY") == 1 and kinds.count("STOPPING") == 1
+    assert kinds.count("WATCHDOG") >= 5  # ~1.8 s of ticking at a 0.1 s period
+    statuses = [m for _, m in listener.messages if m.startswith("STATUS=")]
+    assert any("gamma=" in m for m in statuses)
+    ready = listener.messages[0][1]
+    assert f"MAINPID={proc.pid}" in ready
+
+
+def test_sd_notify_stopping_on_sigterm_and_no_ready_without_the_lock(
+        tmp_path: Path, listener: NotifyListener) -> None:
+    config = write_config(tmp_path, runtime={"shutdown_grace_s": 0.2})
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    env = child_env(NOTIFY_SOCKET=str(listener.path))
+    with daemon(config, ["--wall-sleep", "gamma=60", "--markers", str(markers)]) as holder:
+        wait_for(markers / "gamma-1.started")
+        blocked = subprocess.run(golem_cmd("run", "--config", str(config)), env=env,
+                                 capture_output=True, text=True, timeout=60, check=False)
+        assert blocked.returncode == 75
+        holder.send_signal(signal.SIGTERM)
+        holder.communicate(timeout=30)
+    listener.sock.settimeout(0.2)
+    with pytest.raises(TimeoutError):
+        listener.sock.recv(4096)  # the blocked instance never claimed READY
+    with daemon(config, ["--wall-sleep", "gamma=60", "--markers", str(markers)],
+                env=env) as proc:
+        wait_for(markers / "gamma-2.started")  # numbering resumes after the cancelled tick 1
+        proc.send_signal(signal.SIGTERM)
+        listener.drain_until_exit(proc, timeout=40)
+    kinds = listener.kinds()
+    assert kinds[0] == "READY" and "STOPPING" in kinds
+    assert kinds.index("STOPPING") > kinds.index("READY")
+
+
+def test_watchdog_withheld_while_a_tick_is_stuck(tmp_path: Path,
+                                                listener: NotifyListener) -> None:
+    config = write_config(tmp_path, gamma={"deadline_s": 0.5, "interval_s": 10})
+    env = child_env(NOTIFY_SOCKET=str(listener.path), WATCHDOG_USEC="100000")
+    with daemon(config, ["--thread-block", "gamma=3"], "--stop-after", "5s", env=env) as proc:
+        listener.drain_until_exit(proc)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    pings = [t for t, m in listener.messages if m == "WATCHDOG=1"]
+    stopping = [t for t, m in listener.messages if m.startswith("STOPPING=1")]
+    assert len(pings) >= 3 and len(stopping) == 1
+    timeline = [*pings, stopping[0]]
+    longest_gap = max(b - a for a, b in itertools.pairwise(timeline))
+    # stuck from ~1 s (0.5 s deadline + 0.5 s margin) until the thread returns at 3 s
+    assert longest_gap > 1.5
+    assert out.count("watchdog ping withheld") == 1
+    assert '"outcome": "deadline"' in out  # finished late, so it still missed its deadline

@@ -1,0 +1,146 @@
+"""Logs, redaction, the event bus and its log, and `golem status`."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from pathlib import Path
+
+import structlog
+
+from golem.events import EventBus, EventLog, RuntimeStopping, TickCompleted, TickFailed
+from golem.logging import configure_logging
+from golem.redact import REDACTED, redact
+from golem.runtime.handlers import HandlerRegistry
+from golem.testing.handlers import FailingHandler
+
+from .conftest import run_daemon, run_golem
+
+
+def test_redaction_masks_secret_names_at_any_depth_but_keeps_counts() -> None:
+    record = {
+        "api_key": "abc", "password": "p", "auth": "x", "wallet": {"private_key": "0xdead"},
+        "items": [{"token": "t"}], "max_tokens": 4096, "total_tokens": 12, "token_budget": 5,
+        "note": "key is sk-ant-api03-abcdefghijklmnopqrstuvwxyz here",
+    }
+    cleaned = redact(record)
+    assert cleaned["api_key"] == cleaned["password"] == cleaned["auth"] == REDACTED
+    assert cleaned["wallet"]["private_key"] == REDACTED
+    assert cleaned["items"][0]["token"] == REDACTED
+    counts = (cleaned["max_tokens"], cleaned["total_tokens"], cleaned["token_budget"])
+    assert counts == (4096, 12, 5)
+    assert cleaned["note"] == f"key is {REDACTED} here"
+
+
+def test_json_logs_are_one_object_per_line_and_redacted() -> None:
+    out = io.StringIO()
+    assert configure_logging("info", "auto", out) is True  # StringIO is not a TTY
+    log = structlog.get_logger("t")
+    log.info("hello", api_key="sk-should-not-appear-0123456789", count=3)
+    log.debug("hidden at info level")
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1
+    record = json.loads(lines[0])
+    assert record["event"] == "hello" and record["count"] == 3
+    assert record["api_key"] == REDACTED
+    assert record["level"] == "info" and record["timestamp"].endswith("Z")
+
+
+def test_console_format_is_readable_and_redacted() -> None:
+    out = io.StringIO()
+    assert configure_logging("debug", "console", out) is False
+    structlog.get_logger("t").warning("careful", secret="hunter2")
+    text = out.getvalue()
+    assert "careful" in text and "hunter2" not in text and REDACTED in text
+    assert not text.lstrip().startswith("{")
+
+
+def test_stdlib_library_logs_share_the_format() -> None:
+    out = io.StringIO()
+    configure_logging("info", "json", out)
+    logging.getLogger("some.library").warning("library says %s", "hi")
+    record = json.loads(out.getvalue().splitlines()[-1])
+    assert record["event"] == "library says hi"
+    assert record["logger"] == "some.library"
+
+
+def test_event_bus_delivers_in_order_and_persists_only_persistent_events(tmp_path: Path) -> None:
+    sink = EventLog(tmp_path / "events.jsonl", max_bytes=1 << 20, keep=2)
+    bus = EventBus(lambda: 1000.0, sink)
+    seen: list[str] = []
+    bus.subscribe(lambda event, record: seen.append(record["kind"]))
+
+    def broken(event, record):  # type: ignore[no-untyped-def]
+        raise ValueError("subscriber bug")
+
+    bus.subscribe(broken)
+    bus.emit(TickCompleted("gamma", 1, 0.5, "ok"))
+    bus.emit(TickFailed("gamma", 2, "failed", "RuntimeError", "boom", 1))
+    bus.emit(RuntimeStopping("SIGTERM"))
+    assert seen == ["tick:completed", "tick:failed", "runtime:stopping"]
+    assert sink.flush() == 2
+    records = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [r["kind"] for r in records] == ["tick:failed", "runtime:stopping"]
+    assert records[0]["golem_time"] == 1000.0 and records[0]["tick"] == 2
+
+
+def test_event_log_rotates_by_size_and_keeps_n(tmp_path: Path) -> None:
+    sink = EventLog(tmp_path / "events.jsonl", max_bytes=4096, keep=2)
+    bus = EventBus(lambda: 0.0, sink)
+    for i in range(200):
+        bus.emit(RuntimeStopping("x" * 100 + str(i)))
+        sink.flush()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["events.1.jsonl", "events.2.jsonl", "events.jsonl"]
+    assert all(p.stat().st_size <= 4096 for p in tmp_path.iterdir())
+    last = (tmp_path / "events.jsonl").read_text().splitlines()[-1]
+    assert json.loads(last)["reason"].endswith("199")
+
+
+def test_status_before_any_run_creates_nothing(make_config, tmp_path: Path) -> None:
+    path, cfg = make_config()
+    result = run_golem("status", "--config", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "never run" in result.stdout
+    assert not cfg.data_dir.exists()
+
+
+def test_status_reports_ticks_handlers_errors_and_sizes(make_config) -> None:
+    path, cfg = make_config()
+    registry = HandlerRegistry()
+    registry.register("gamma", FailingHandler(frozenset({3})))
+    run_daemon(cfg, registry, stop_after=3600)
+    result = run_golem("status", "--config", str(path), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["running"] is False and report["initialised"] is True
+    gamma = report["loops"]["gamma"]
+    assert (gamma["ticks"], gamma["ok"], gamma["failed"]) == (360, 359, 1)
+    assert gamma["handlers"] == ["failing"]
+    assert report["loops"]["theta"]["handlers"] == []
+    assert report["last_error"]["loop"] == "gamma" and report["last_error"]["tick"] == 3
+    assert report["data"]["entries"]["state.db"] > 0
+    assert report["vitality"] is None and report["mortality"] == "not built yet"
+    text = run_golem("status", "--config", str(path)).stdout
+    assert "ticks 360" in text and "gamma tick 3" in text
+    assert "none registered" in text  # theta and delta have no handlers in this build
+
+
+def test_every_command_has_help() -> None:
+    top = run_golem("--help")
+    assert top.returncode == 0
+    for command in ("run", "check-config", "status", "init"):
+        assert command in top.stdout
+        sub = run_golem(command, "--help")
+        assert sub.returncode == 0, sub.stderr
+        assert "usage: golem " + command in sub.stdout
+    assert "--stop-after" in run_golem("run", "--help").stdout
+
+
+def test_bad_stop_after_is_a_usage_error(make_config) -> None:
+    path, cfg = make_config()
+    result = run_golem("run", "--config", str(path), "--stop-after", "soon")
+    assert result.returncode == 2
+    assert "bad duration" in result.stderr
+    assert not cfg.data_dir.exists()
