@@ -19,9 +19,11 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import structlog
+from anyio import TASK_STATUS_IGNORED
+from anyio.abc import TaskStatus
 
 from golem.config import LOOP_NAMES, Config, speed_label
-from golem.errors import EXIT_OK
+from golem.errors import EXIT_OK, StateError
 from golem.events import (
     EVENTS_FILE,
     EventBus,
@@ -127,12 +129,14 @@ class Daemon:
                  stop_at=iso(stop_at) if stop_at else None,
                  handlers=self.registry.describe(),
                  resumed_ticks={lp.name: lp.counters.ticks for lp in self.loops})
-        self.notifier.ready(self._status_line())
         try:
             async with anyio.create_task_group() as outer:
                 self._tg = outer
+                # Signal handlers go in before READY=1, so a stop request right after
+                # start-up is always handled gracefully.
+                await outer.start(self._watch_signals)
+                self.notifier.ready(self._status_line())
                 outer.start_soon(self.clock.run)
-                outer.start_soon(self._watch_signals)
                 outer.start_soon(self._flush_periodically)
                 if self.notifier.watchdog_period_s:
                     outer.start_soon(self._watchdog, self.notifier.watchdog_period_s)
@@ -140,8 +144,10 @@ class Daemon:
                     for loop in self.loops:
                         loops.start_soon(loop.run, stop_at)
                 outer.cancel_scope.cancel()
-        finally:
-            await self._shutdown()
+        except Exception as exc:
+            await self._shutdown(crash=exc)
+            raise
+        await self._shutdown()
         return EXIT_OK
 
     def request_stop(self, reason: str) -> None:
@@ -174,8 +180,9 @@ class Daemon:
         await anyio.sleep(grace)
         self.force_stop("shutdown grace period over")
 
-    async def _watch_signals(self) -> None:
+    async def _watch_signals(self, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()
             async for signum in signals:
                 self.request_stop(signal.Signals(signum).name)
 
@@ -184,7 +191,11 @@ class Daemon:
         while True:
             await anyio.sleep(interval)
             if self._pending.dirty:
-                await self._flush()
+                try:
+                    await self._flush()
+                except (StateError, OSError) as exc:
+                    log.error("state flush failed; will retry", error=str(exc))
+                    continue
                 self.notifier.status(self._status_line())
 
     async def _watchdog(self, period: float) -> None:
@@ -213,12 +224,19 @@ class Daemon:
         self._pending.dirty = False
         meta: dict[str, Any] = {"golem_time": self.clock.now(), **(final or {})}
         counters = [LoopCounters(**vars(loop.counters)) for loop in self.loops]
-        await self._call(store.save, counters, meta, errors)
+        try:
+            await self._call(store.save, counters, meta, errors)
+        except BaseException:
+            self._pending.errors[:0] = errors
+            self._pending.dirty = True
+            raise
         if self._events_log is not None:
             await self._call(self._events_log.flush)
 
-    async def _shutdown(self) -> None:
+    async def _shutdown(self, crash: Exception | None = None) -> None:
         reason = self.stop_reason or "stop-after reached"
+        if crash is not None:
+            reason = f"crashed: {type(crash).__name__}"
         with anyio.CancelScope(shield=True), anyio.move_on_after(
                 self.config.runtime.cleanup_timeout_s) as bounded:
             if self.stop_reason is None:
@@ -228,7 +246,7 @@ class Daemon:
             ticks: dict[str, int] = {lp.name: lp.counters.ticks for lp in self.loops}
             if self._bus is not None:
                 self._bus.emit(RuntimeStopped(reason, ticks))
-            await self._flush({"clean_shutdown": True, "last_stop": {
+            await self._flush({"clean_shutdown": crash is None, "last_stop": {
                 "reason": reason, "wall": time.time(), "golem": self.clock.now()}})
         if bounded.cancelled_caught:
             log.error("final flush did not finish in time; state may lag",

@@ -31,7 +31,12 @@ class TickContext:
     clock: Clock
     events: EventBus
     seed: int
-    log: Any
+    logger: Any
+
+    @cached_property
+    def log(self) -> Any:
+        """A logger bound to this loop and tick."""
+        return self.logger.bind(loop=self.loop, tick=self.tick)
 
     @cached_property
     def rng(self) -> random.Random:

@@ -149,7 +149,7 @@ class TickLoop:
         ctx = TickContext(
             loop=self.name, tick=tick, scheduled_at=scheduled_at,
             deadline_at=started + deadline, clock=self._clock, events=self._events,
-            seed=self._seed, log=log.bind(loop=self.name, tick=tick),
+            seed=self._seed, logger=log,
         )
         self.state = LoopState.TICKING
         self._tick_started_wall = time.monotonic()
