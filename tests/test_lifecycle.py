@@ -60,17 +60,27 @@ def state_of(config_dir: Path) -> tuple[dict, dict]:
         store.close()
 
 
-def test_sigterm_lets_the_tick_in_flight_finish_then_exits_0(tmp_path: Path) -> None:
-    config = write_config(tmp_path)
+def sigterm_during_first_tick(tmp_path: Path, tick_seconds: float,
+                              **sections: dict) -> tuple[int, str, str, float, Path]:
+    """Start a golem whose Gamma ticks take ``tick_seconds`` of wall time, SIGTERM it
+    once tick 1 is in flight; returns (exit status, stdout, stderr, seconds to exit,
+    marker folder)."""
+    config = write_config(tmp_path, **sections)
     markers = tmp_path / "markers"
     markers.mkdir()
-    with daemon(config, ["--wall-sleep", "gamma=1.5", "--markers", str(markers)]) as proc:
+    harness = ["--wall-sleep", f"gamma={tick_seconds}", "--markers", str(markers)]
+    with daemon(config, harness) as proc:
         wait_for(markers / "gamma-1.started")
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
         took = time.monotonic() - sent
-    assert proc.returncode == 0, err
+    return proc.returncode, out, err, took, markers
+
+
+def test_sigterm_lets_the_tick_in_flight_finish_then_exits_0(tmp_path: Path) -> None:
+    code, out, err, took, markers = sigterm_during_first_tick(tmp_path, 1.5)
+    assert code == 0, err
     assert (markers / "gamma-1.finished").exists()
     assert not (markers / "gamma-2.started").exists()
     assert took < 10
@@ -87,16 +97,9 @@ def test_sigterm_lets_the_tick_in_flight_finish_then_exits_0(tmp_path: Path) -> 
 
 
 def test_grace_period_over_cancels_the_tick_and_still_exits_0(tmp_path: Path) -> None:
-    config = write_config(tmp_path, runtime={"shutdown_grace_s": 0.5})
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    with daemon(config, ["--wall-sleep", "gamma=60", "--markers", str(markers)]) as proc:
-        wait_for(markers / "gamma-1.started")
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-        took = time.monotonic() - sent
-    assert proc.returncode == 0, err
+    code, out, err, took, markers = sigterm_during_first_tick(
+        tmp_path, 60, runtime={"shutdown_grace_s": 0.5})
+    assert code == 0, err
     assert not (markers / "gamma-1.finished").exists()
     assert 0.4 < took < 10
     assert "cancelling ticks in flight" in out

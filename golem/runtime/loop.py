@@ -111,7 +111,9 @@ class TickLoop:
         interval = self.section.interval_s
         with self._clock.participant(self.rank):
             now = self._clock.now()
-            anchor = max(now, self.counters.next_due or now)
+            # Resume the persisted schedule, but never wait longer than one interval for it
+            # (the interval may have shrunk, or the wall clock stepped back, since it was saved).
+            anchor = max(now, min(self.counters.next_due or now, now + interval))
             index = 0
             try:
                 while not self._stopping:
