@@ -56,6 +56,9 @@ def run_cli(argv: list[str] | None = None, registry: HandlerRegistry | None = No
     except GolemError as exc:
         _fail(str(exc), exc.exit_code)
         return exc.exit_code
+    except OSError as exc:
+        _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), EXIT_FAILURE)
+        return EXIT_FAILURE
     raise AssertionError(f"unhandled command {args.command}")
 
 

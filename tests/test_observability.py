@@ -144,3 +144,13 @@ def test_bad_stop_after_is_a_usage_error(make_config) -> None:
     assert result.returncode == 2
     assert "bad duration" in result.stderr
     assert not cfg.data_dir.exists()
+
+
+def test_uncreatable_data_dir_is_one_clear_line(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("not a folder")
+    path = tmp_path / "g.toml"
+    path.write_text('[golem]\ndata_dir = "afile/data"\n[logging]\nformat = "json"\n')
+    result = run_golem("run", "--config", str(path), "--stop-after", "1m")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"golem: error: cannot create data dir {tmp_path}/afile/data: Not a directory"]

@@ -23,7 +23,7 @@ from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
 from golem.config import LOOP_NAMES, Config, speed_label
-from golem.errors import EXIT_OK, StateError
+from golem.errors import EXIT_OK, GolemError, StateError
 from golem.events import (
     EVENTS_FILE,
     EventBus,
@@ -80,7 +80,10 @@ class Daemon:
 
     async def run(self) -> int:
         data_dir = self.config.data_dir
-        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise GolemError(f"cannot create data dir {data_dir}: {exc.strerror}") from None
         lock = DataDirLock(data_dir)
         lock.acquire()
         try:
