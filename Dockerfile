@@ -28,7 +28,8 @@ RUN pip install --no-cache-dir --no-deps . \
     && python scripts/install-model.py --dest /opt/golem/models/all-minilm-l6-v2-int8 \
     && rm -f /opt/golem/models/.all-minilm-l6-v2-int8.lock \
     && mkdir -p /etc/golem \
-    && golem init /etc/golem/bardo.toml --data-dir /var/lib/golem
+    && golem init /etc/golem/bardo.toml --data-dir /var/lib/golem \
+        --model-dir /opt/golem/models/all-minilm-l6-v2-int8
 
 # ---- runtime ----------------------------------------------------------------
 FROM python:3.11-slim-bookworm
@@ -44,6 +45,7 @@ COPY --from=build /opt/golem /opt/golem
 COPY --from=build /etc/golem/bardo.toml /etc/golem/bardo.toml
 
 ENV HF_HUB_OFFLINE=1 \
+    MALLOC_ARENA_MAX=2 \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PATH=/opt/golem/.venv/bin:$PATH

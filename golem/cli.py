@@ -24,6 +24,7 @@ from golem.runtime.loop import iso
 from golem.runtime.notify import SystemdNotifier
 from golem.status import collect_status, render_status
 from golem.wiring import build_registry
+from golem.wiring import setup as wiring_setup
 
 DEFAULT_CONFIG = Path("bardo.toml")
 
@@ -40,7 +41,8 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(run_cli(argv))
 
 
-def run_cli(argv: list[str] | None = None, registry: HandlerRegistry | None = None) -> int:
+def run_cli(argv: list[str] | None = None,  # noqa: PLR0911 - one return per command
+            registry: HandlerRegistry | None = None) -> int:
     """Parse arguments and run a command. ``registry`` overrides the built-in handlers
     (used by golem.testing to run the real daemon with scripted handlers)."""
     args = _parser().parse_args(argv)
@@ -52,7 +54,11 @@ def run_cli(argv: list[str] | None = None, registry: HandlerRegistry | None = No
         if args.command == "status":
             return _cmd_status(args.config, args.json, sys.stdout)
         if args.command == "init":
-            return _cmd_init(args.path, args.data_dir, args.force, sys.stdout)
+            return _cmd_init(args.path, args.data_dir, args.model_dir, args.force, sys.stdout)
+        if args.command == "memory":
+            from golem.memory_cli import run_memory_command  # noqa: PLC0415 - loads numpy etc.
+
+            return run_memory_command(args, _load(args.config), sys.stdout)
     except GolemError as exc:
         _fail(str(exc), exc.exit_code)
         return exc.exit_code
@@ -68,8 +74,11 @@ def _cmd_run(config_path: Path, stop_after: float | None,
     configure_logging(config.logging.level, config.logging.format)
     log = structlog.get_logger("golem.cli")
     notifier = SystemdNotifier.from_environ()
-    daemon = Daemon(config, registry if registry is not None else build_registry(config),
-                    stop_after=stop_after, notifier=notifier)
+    if registry is None:  # production: this build's components and handlers
+        daemon = Daemon(config, build_registry(config), stop_after=stop_after,
+                        notifier=notifier, setup=wiring_setup)
+    else:  # golem.testing's harness: scripted handlers, no components
+        daemon = Daemon(config, registry, stop_after=stop_after, notifier=notifier)
     try:
         return anyio.run(daemon.run, backend_options={"use_uvloop": True})
     except GolemError as exc:
@@ -110,11 +119,12 @@ def _cmd_status(config_path: Path, as_json: bool, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _cmd_init(path: Path, data_dir: str | None, force: bool, out: TextIO) -> int:
+def _cmd_init(path: Path, data_dir: str | None, model_dir: str | None, force: bool,
+              out: TextIO) -> int:
     if path.exists() and not force:
         _fail(f"{path} already exists; pass --force to overwrite it", EXIT_USAGE)
         return EXIT_USAGE
-    text = starter_config(data_dir)
+    text = starter_config(data_dir, model_dir)
     parse_config(text, source=path)  # the template must always be valid
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -122,12 +132,14 @@ def _cmd_init(path: Path, data_dir: str | None, force: bool, out: TextIO) -> int
     return EXIT_OK
 
 
-def starter_config(data_dir: str | None = None) -> str:
+def starter_config(data_dir: str | None = None, model_dir: str | None = None) -> str:
     text = resources.files("golem").joinpath("templates/bardo.toml").read_text("utf-8")
-    if data_dir is not None:
-        line = f"data_dir = {json.dumps(data_dir)}"
-        text, count = re.subn(r'(?m)^data_dir = "data"$', lambda _m: line, text)
-        assert count == 1, "template lost its data_dir line"
+    for key, value in (("data_dir", data_dir), ("model_dir", model_dir)):
+        if value is None:
+            continue
+        line = f"{key} = {json.dumps(value)}"
+        text, count = re.subn(rf'(?m)^{key} = ".*"$', line.replace("\\", "\\\\"), text)
+        assert count == 1, f"template lost its {key} line"
     return text
 
 
@@ -188,5 +200,11 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("path", type=Path, metavar="PATH", help="where to write the file")
     init.add_argument("--data-dir", metavar="DIR",
                       help="set golem.data_dir (default: data, next to the file)")
+    init.add_argument("--model-dir", metavar="DIR",
+                      help="set grimoire.model_dir (default: the repo's models/ folder)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
+
+    from golem.memory_cli import add_memory_parser  # noqa: PLC0415
+
+    add_memory_parser(sub, config_arg)
     return parser

@@ -163,3 +163,27 @@ class EventLog:
 
     def _rotated(self, n: int) -> Path:
         return self.path.with_name(f"{self.path.stem}.{n}{self.path.suffix}")
+
+
+@dataclass(frozen=True)
+class GrimoireWrite(Event):
+    """A memory was written (seed 000: {entry_type, category, confidence, source})."""
+
+    kind: ClassVar[str] = "grimoire:write"
+    id: str
+    namespace: str
+    entry_type: str
+    category: str | None
+    confidence: float
+    source: str
+    status: str
+
+
+@dataclass(frozen=True)
+class GrimoireForget(Event):
+    """Something was forgotten; forgetting is a first-class, logged operation."""
+
+    kind: ClassVar[str] = "grimoire:forget"
+    ids: list[str]
+    namespace: str
+    reason: str

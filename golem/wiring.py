@@ -1,13 +1,18 @@
-"""Which tick handlers this build registers on each loop.
+"""What this build runs: the components a daemon opens and the tick handlers they register.
 
-This is where capture (Gamma), cognition (Theta) and consolidation (Delta)
-plug in as they are built. None are built yet, so every loop ticks with no
-handlers and ``golem status`` reports that plainly.
+Gamma's capture, Theta's cognition and Delta's consolidation plug in here as
+they are built. Today the Grimoire opens at start-up (so a missing embedding
+model stops the golem before READY, with the set-up command in the message)
+and registers its store maintenance on Delta; the other loops have nothing
+registered yet, and ``golem status`` says so.
 """
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
+
 from golem.config import Config
+from golem.runtime.daemon import SetupContext
 from golem.runtime.handlers import HandlerRegistry
 
 # What each loop will do once its part exists; shown by `golem status`.
@@ -19,6 +24,16 @@ PLANNED: dict[str, str] = {
 
 
 def build_registry(config: Config) -> HandlerRegistry:
-    """The handlers for a daemon built from ``config``."""
-    del config  # later parts read their sections from it
+    """An empty registry; components fill it in ``setup``."""
+    del config
     return HandlerRegistry()
+
+
+async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
+    """Open this build's components and register their handlers."""
+    from golem.grimoire.grimoire import Grimoire  # noqa: PLC0415 - heavy imports, run only
+    from golem.grimoire.maintenance import GrimoireMaintenance  # noqa: PLC0415
+
+    grimoire = await Grimoire.open(ctx.config, now=ctx.clock.now, events=ctx.events)
+    stack.push_async_callback(grimoire.close)
+    ctx.registry.register("delta", GrimoireMaintenance(grimoire))

@@ -17,11 +17,12 @@ import pytest
 
 from golem.runtime.state import StateStore
 
-from .conftest import child_env, config_text, golem_cmd, run_golem
+from .conftest import REPO, child_env, config_text, golem_cmd, run_golem
 
 
 def write_config(tmp_path: Path, **sections: dict) -> Path:
-    merged = {"golem": {"data_dir": "data"}, "logging": {"format": "json"}}
+    merged = {"golem": {"data_dir": "data"}, "logging": {"format": "json"},
+              "grimoire": {"model_dir": str(REPO / "models" / "all-minilm-l6-v2-int8")}}
     for name, values in sections.items():
         merged.setdefault(name, {}).update(values)
     path = tmp_path / "golem.toml"

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +44,19 @@ from golem.runtime.state import ErrorRecord, LoopCounters, StateStore
 log = structlog.get_logger("golem.runtime")
 
 
+@dataclass(frozen=True)
+class SetupContext:
+    """What components get at start-up: config, golem clock, event bus, the registry."""
+
+    config: Config
+    clock: Clock
+    events: EventBus
+    registry: HandlerRegistry
+
+
+Setup = Callable[[SetupContext, AsyncExitStack], Awaitable[None]]
+
+
 @dataclass
 class _Pending:
     errors: list[ErrorRecord] = field(default_factory=list)
@@ -57,9 +72,11 @@ class Daemon:
         registry: HandlerRegistry,
         stop_after: float | None = None,
         notifier: SystemdNotifier | None = None,
+        setup: Setup | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
+        self.setup = setup
         self.stop_after = stop_after
         self.notifier = notifier or SystemdNotifier(None, None)
         self.loops: list[TickLoop] = []
@@ -103,6 +120,18 @@ class Daemon:
         self._events_log = EventLog(cfg.data_dir / EVENTS_FILE, cfg.events.max_bytes,
                                     cfg.events.keep)
         self._bus = EventBus(self.clock.now, self._events_log)
+        async with AsyncExitStack() as components:
+            if self.setup is not None:
+                # Components (the Grimoire, ...) open before READY=1 and register their
+                # tick handlers; they close after the loops have stopped.
+                await self.setup(SetupContext(cfg, self.clock, self._bus, self.registry),
+                                 components)
+            return await self._run_loops(store, counters, meta)
+
+    async def _run_loops(self, store: StateStore, counters: dict[str, LoopCounters],
+                         meta: dict[str, Any]) -> int:
+        cfg = self.config
+        assert self._bus is not None
         for rank, name in enumerate(LOOP_NAMES):
             self.loops.append(TickLoop(
                 name=name, rank=rank, section=cfg.loop(name), clock=self.clock,

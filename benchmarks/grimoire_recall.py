@@ -1,0 +1,148 @@
+"""The full ``Grimoire.recall`` path at 10k and 100k episodes, against bare LanceDB.
+
+Targets (issue 3): recall p95 <= 25 ms at 100k including query embedding, and at
+most 1.5x a bare LanceDB vector search on the same table in the same run.
+
+Recall does more than one vector search: it embeds the query, takes dense and
+full-text candidates from the episode table and the semantic store, fuses them,
+scores them, looks for anti-knowledge, and records access. So two ratios are
+reported: against the bare search alone (the issue's baseline) and against bare
+search plus the same query embedding (what recall adds on top of the
+unavoidable work). Each query runs bare and recall back to back, alternating
+which goes first (the 2-core machine drifts).
+
+    .venv/bin/python benchmarks/grimoire_recall.py [--sizes 10000,100000] [--queries 200]
+
+Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+from golem.config import parse_config
+from golem.grimoire.grimoire import EPISODES_DIR, SEMANTIC_FILE, Grimoire
+from golem.grimoire.records import EntryType, MemoryType, SemanticEntry
+from golem.grimoire.semantic import SemanticStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from grimoire_ingest import peak_rss_mb
+from grimoire_search import QUERIES, bare_table, build_store, embedder, summary
+
+ENTRIES = 1000
+NOW = 1_767_225_600.0
+FACTS = [
+    "Whale swaps on {p} move the price by about {i} percent",
+    "Liquidations on aave cluster within {i} blocks after a chainlink update for {p}",
+    "Gas on mainnet is cheapest around {i}:00 UTC when {p} is quiet",
+    "Never provide liquidity to {p} when TVL is under {i}00k USDC",
+    "Token 0x{i:040x} is a honeypot: every sell reverts",
+]
+POOLS = ["ETH/USDC", "WBTC/ETH", "DAI/USDC", "stETH/ETH", "ARB/USDC"]
+
+
+def seed_entries(path: Path) -> None:
+    texts = [FACTS[i % len(FACTS)].format(p=POOLS[i % len(POOLS)], i=i) for i in range(ENTRIES)]
+    vectors = embedder().embed(texts)
+    entries = [SemanticEntry(
+        id=f"fact-{i}", namespace="main", text=text,
+        entry_type=EntryType.ANTI_KNOWLEDGE if "honeypot" in text else EntryType.INSIGHT,
+        memory_type=MemoryType.FACT, created_at=NOW - i * 600, confidence=0.7)
+        for i, text in enumerate(texts)]
+    store = SemanticStore.open(path, embedder().signature.id, embedder().signature.dim)
+    try:
+        store.put(entries, vectors)
+    finally:
+        store.close()
+
+
+def measure(n: int, data_dir: Path, queries: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    store = build_store(n, data_dir / EPISODES_DIR)
+    seed_entries(data_dir / SEMANTIC_FILE)
+    build_s = time.perf_counter() - started
+    config = parse_config(f'[golem]\nname = "main"\ndata_dir = "{data_dir}"\n')
+    semantic = SemanticStore.open(data_dir / SEMANTIC_FILE, embedder().signature.id,
+                                  embedder().signature.dim)
+    grimoire = Grimoire(cfg=config.grimoire, data_dir=data_dir, embedder=embedder(),
+                        episodes=store, semantic=semantic, now=lambda: NOW)
+    table = bare_table(store)
+    texts = [QUERIES[i % len(QUERIES)] + f" #{i}" for i in range(queries)]
+
+    def bare(vector: np.ndarray) -> object:
+        return (table.search(vector).distance_type("cosine")
+                .where("namespace IN ('main')", prefilter=True)
+                .minimum_nprobes(store.nprobes).maximum_nprobes(0).limit(10).to_arrow())
+
+    async def run() -> tuple[list[float], list[float], list[float], int]:
+        bare_s, embed_s, recall_s = [], [], []
+        refused = 0
+        for i, text in enumerate([*texts[:5], *texts]):
+            warm = i < 5
+
+            def timed_bare(text: str = text) -> tuple[float, float]:
+                t0 = time.perf_counter()
+                vector = embedder().embed([text])[0]
+                t1 = time.perf_counter()
+                bare(vector)
+                return t1 - t0, time.perf_counter() - t1
+
+            async def timed_recall(text: str = text) -> tuple[float, bool]:
+                t0 = time.perf_counter()
+                result = await grimoire.recall(text, k=10, namespace="main")
+                return time.perf_counter() - t0, result.refused
+
+            if i % 2:
+                (e, b), (r, was_refused) = timed_bare(), await timed_recall()
+            else:
+                (r, was_refused), (e, b) = await timed_recall(), timed_bare()
+            if not warm:
+                bare_s.append(b)
+                embed_s.append(e)
+                recall_s.append(r)
+                refused += was_refused
+        return bare_s, embed_s, recall_s, refused
+
+    bare_s, embed_s, recall_s, refused = anyio.run(run, backend_options={"use_uvloop": True})
+    semantic.close()
+    p95 = {name: float(np.percentile(s, 95)) for name, s in
+           (("bare", bare_s), ("recall", recall_s),
+            ("bare_plus_embed", np.asarray(bare_s) + np.asarray(embed_s)))}
+    return {
+        "episodes": n, "semantic_entries": ENTRIES, "build_s": round(build_s, 1),
+        "bare_lancedb_search": summary(bare_s), "query_embedding": summary(embed_s),
+        "recall": summary(recall_s), "refused": refused,
+        "recall_over_bare_p95": round(p95["recall"] / p95["bare"], 2),
+        "recall_over_bare_plus_embedding_p95": round(p95["recall"] / p95["bare_plus_embed"], 2),
+        "target_p95_25ms_met": p95["recall"] * 1000 <= 25.0,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    results = {}
+    for n in (int(s) for s in args.sizes.split(",")):
+        with tempfile.TemporaryDirectory() as tmp:
+            results[str(n)] = measure(n, Path(tmp), args.queries)
+    out = {"benchmark": "grimoire_recall", "python": sys.version.split()[0], "sizes": results,
+           "peak_rss_mb": round(peak_rss_mb(), 1),
+           "note": "peak RSS here includes building the stores; see grimoire_search.py "
+                   "for the steady-state probe"}
+    sys.stdout.write(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The Grimoire: the golem's local memory (episodic, semantic, procedural, working)."""

@@ -1,0 +1,361 @@
+"""The episodic store: faithful chain events with their vectors, in one LanceDB table.
+
+With episodes_schema.py (row layout, filters, index set-up) the only code importing lancedb.
+Synchronous by design: the facade calls it in a worker thread. Writes go through
+one lock and are one commit per call (merge_insert on the stable id, so a
+re-captured event never duplicates). Search is exact (brute force) until
+``index_min_rows``, then an IVF_SQ cosine index is trained and retrained as the
+table grows by a fifth; rows written since are still searched, unindexed.
+Assumes one writing process (the data-dir lock holder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LANCEDB_LOG", "error")  # Rust warnings would bypass our JSON logs
+
+import lancedb
+import numpy as np
+from lancedb.index import IvfSq
+
+from golem.grimoire import episodes_layout as layout
+from golem.grimoire.episodes_migrate import EmbedFn, copy_reembedded
+from golem.grimoire.episodes_schema import (
+    ROW_COLUMNS,
+    UPDATABLE,
+    create_table,
+    episode_schema,
+    from_row,
+    id_chunks,
+    search_filter,
+    sql_in,
+    sql_value,
+    to_table,
+    unit_vectors,
+)
+from golem.grimoire.errors import GrimoireError, InvalidMemory, SignatureMismatch, StoreCorrupt
+from golem.grimoire.records import Episode
+from golem.grimoire.signature import ModelSignature
+
+REINDEX_GROWTH = 1.2  # retrain the vector index when the table grew by 20% since training
+FTS_INDEX = "text_idx"  # LanceDB's default name for the index on "text"
+FTS_REFRESH_ROWS = 1000
+
+
+class EpisodeStore:
+    """Episodes of one model signature; see the module docstring for the guarantees."""
+
+    def __init__(self, directory: Path, *, db: Any, meta: layout.StoreMeta,
+                 configured: ModelSignature, index_min_rows: int, nprobes: int) -> None:
+        self.directory = directory
+        self.index_min_rows = index_min_rows
+        self.nprobes = nprobes
+        self._db = db
+        self._meta = meta
+        self._configured = configured
+        self._table = self._open_table(meta.table)
+        self._write_lock = threading.RLock()
+
+    # ----- opening --------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path, signature: ModelSignature, *, index_min_rows: int,
+             nprobes: int = 20, for_migration: bool = False,
+             sweep_orphans: bool = True) -> EpisodeStore:
+        """Open or create the store. A store embedded with another model raises
+        SignatureMismatch unless ``for_migration`` (then only reembed() may run)."""
+        directory = Path(directory)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            if not directory.is_dir():
+                raise NotADirectoryError(str(directory))
+            meta = layout.read_meta(directory)
+            if sweep_orphans:
+                layout.sweep_orphans(directory, meta.table if meta else None)
+        except OSError as exc:
+            raise StoreCorrupt(f"episode store {directory} is unreadable: {exc}") from None
+        if meta is not None and meta.signature != signature and not for_migration:
+            raise SignatureMismatch(
+                f"episodes in {directory} were embedded with model {meta.signature.label}; "
+                f"the configured model is {signature.label}. Vector spaces must not mix: "
+                "run `golem memory reembed` to re-embed everything in one migration")
+        try:
+            db = lancedb.connect(str(directory))
+            if meta is None:
+                meta = layout.StoreMeta(layout.new_table_name(signature), signature)
+                create_table(db, meta.table, episode_schema(signature.dim))
+                layout.write_meta(directory, meta)
+        except Exception as exc:  # OSError, or LanceDB refusing the directory
+            raise StoreCorrupt(f"episode store {directory} cannot be created: {exc}") from None
+        return cls(directory, db=db, meta=meta, configured=signature,
+                   index_min_rows=index_min_rows, nprobes=nprobes)
+
+    def _open_table(self, name: str) -> Any:
+        path = layout.table_dir(self.directory, name)
+        if not path.is_dir():
+            raise StoreCorrupt(f"episode store {self.directory}: table {path.name} is missing")
+        try:
+            table = self._db.open_table(name)
+            vector_type = table.schema.field("vector").type
+        except Exception as exc:
+            raise StoreCorrupt(f"episode store {path} is unreadable: {exc}") from None
+        if getattr(vector_type, "list_size", None) != self._meta.signature.dim:
+            raise StoreCorrupt(f"episode store {path}: vectors are {vector_type}, the recorded "
+                               f"signature says {self._meta.signature.dim} dimensions")
+        return table
+
+    @property
+    def signature(self) -> ModelSignature:
+        """The signature the stored vectors carry."""
+        return self._meta.signature
+
+    @property
+    def needs_migration(self) -> bool:
+        return self._meta.signature != self._configured
+
+    def _require_match(self) -> None:
+        if self.needs_migration:
+            raise SignatureMismatch(f"episodes in {self.directory} still carry "
+                                    f"{self.signature.label}; run `golem memory reembed` first")
+
+    @contextlib.contextmanager
+    def _vendor(self, what: str) -> Iterator[None]:
+        """LanceDB/Arrow exceptions -> GrimoireError naming the store and the operation."""
+        try:
+            yield
+        except GrimoireError:
+            raise
+        except Exception as exc:
+            raise GrimoireError(f"episode store {self.directory}: {what} failed: {exc}") from exc
+
+    # ----- writes ---------------------------------------------------------------------------
+
+    def upsert(self, episodes: Sequence[Episode], vectors: np.ndarray) -> int:
+        """Insert by id, one commit; an id already stored is left as it is (capture is
+        idempotent, and re-capturing an event must not reset what consolidation learned
+        about it: replay_count, importance, quality_verified). Within one call the last
+        of duplicate ids wins. Returns the rows offered."""
+        self._require_match()
+        vectors = unit_vectors(vectors, len(episodes), self.signature.dim)
+        for ep in episodes:
+            if not isinstance(ep, Episode):
+                raise InvalidMemory(f"upsert: expected Episode, got {type(ep).__name__}")
+        keep = sorted({ep.id: i for i, ep in enumerate(episodes)}.values())
+        if len(keep) != len(episodes):  # merge_insert refuses two source rows for one id
+            episodes, vectors = [episodes[i] for i in keep], vectors[keep]
+        if not episodes:
+            return 0
+        data = to_table(episodes, vectors, self.signature.id, self._table.schema)
+        with self._write_lock, self._vendor("upsert"):
+            self._table.merge_insert("id").when_not_matched_insert_all().execute(data)
+        return len(episodes)
+
+    def update(self, ids: Sequence[str], **fields: Any) -> int:
+        """Set replay_count / quality_verified / importance on the given ids."""
+        unknown = set(fields) - UPDATABLE
+        if unknown:
+            raise InvalidMemory(f"update: cannot set {', '.join(sorted(unknown))} "
+                                f"(only {', '.join(sorted(UPDATABLE))})")
+        values_sql = {name: sql_value(name, value) for name, value in fields.items()}
+        return self._update_sql(ids, values_sql) if values_sql else 0
+
+    def increment_replay(self, ids: Sequence[str]) -> int:
+        """replay_count += 1 on the given ids (consolidation replay), one commit per chunk."""
+        return self._update_sql(ids, {"replay_count": "replay_count + 1"})
+
+    def _update_sql(self, ids: Sequence[str], values_sql: dict[str, str]) -> int:
+        self._require_match()
+        done = 0
+        with self._write_lock, self._vendor("update"):
+            for chunk in id_chunks(ids):
+                result = self._table.update(where=sql_in("id", chunk), values_sql=values_sql)
+                done += int(result.rows_updated)
+        return done
+
+    def delete(self, ids: Sequence[str]) -> int:
+        done = 0
+        with self._write_lock, self._vendor("delete"):
+            for chunk in id_chunks(ids):
+                done += int(self._table.delete(sql_in("id", chunk)).num_deleted_rows)
+        return done
+
+    # ----- reads ----------------------------------------------------------------------------
+
+    def search_vector(self, vector: np.ndarray, k: int, namespaces: Sequence[str], *,
+                      since: float | None = None, until: float | None = None,
+                      protocol: str | None = None, category: str | None = None,
+                      ) -> list[tuple[Episode, float]]:
+        """Top-k by cosine similarity among rows passing the prefilter."""
+        self._require_match()
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape != (self.signature.dim,) or not np.isfinite(query).all():
+            raise InvalidMemory(f"query vector: expected {self.signature.dim} finite floats")
+        where = search_filter(namespaces, since, until, protocol, category)
+        if k < 1 or not namespaces:
+            return []
+        with self._vendor("vector search"):
+            rows = (self._table.search(query, vector_column_name="vector")
+                    .distance_type("cosine").where(where, prefilter=True)
+                    .minimum_nprobes(self.nprobes).maximum_nprobes(0)
+                    .select([*ROW_COLUMNS, "_distance"]).limit(k).to_arrow().to_pylist())
+        return [(from_row(r), max(-1.0, min(1.0, 1.0 - float(r["_distance"])))) for r in rows]
+
+    def search_text(self, query: str, k: int, namespaces: Sequence[str], *,
+                    since: float | None = None, until: float | None = None,
+                    protocol: str | None = None, category: str | None = None,
+                    ) -> list[tuple[Episode, float]]:
+        """Top-k by BM25 over the text rendering; rows not yet in the FTS index are searched too."""
+        where = search_filter(namespaces, since, until, protocol, category)
+        if k < 1 or not namespaces or not query.strip():
+            return []
+        with self._vendor("text search"):
+            rows = (self._table.search(query, query_type="fts", fts_columns="text")
+                    .where(where, prefilter=True).select([*ROW_COLUMNS, "_score"]).limit(k)
+                    .to_arrow().to_pylist())
+        return [(from_row(r), float(r["_score"])) for r in rows]
+
+    def search_text_with_similarity(
+            self, query: str, query_vector: np.ndarray, k: int, namespaces: Sequence[str], *,
+            since: float | None = None, until: float | None = None,
+            protocol: str | None = None, category: str | None = None,
+            ) -> list[tuple[Episode, float, float]]:
+        """Like search_text, plus each row's cosine to ``query_vector``: recall needs the
+        similarity of lexical-only hits, and reading the vector here saves a second query."""
+        where = search_filter(namespaces, since, until, protocol, category)
+        if k < 1 or not namespaces or not query.strip():
+            return []
+        qv = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        with self._vendor("text search"):
+            rows = (self._table.search(query, query_type="fts", fts_columns="text")
+                    .where(where, prefilter=True).select([*ROW_COLUMNS, "vector", "_score"])
+                    .limit(k).to_arrow().to_pylist())
+        return [(from_row(r), float(r["_score"]),
+                 float(np.dot(qv, np.asarray(r["vector"], dtype=np.float32)))) for r in rows]
+
+    def get(self, ids: Sequence[str]) -> list[Episode]:
+        """Episodes for the ids that exist, in the order asked."""
+        found: dict[str, Episode] = {}
+        with self._vendor("get"):
+            for chunk in id_chunks(ids):
+                for row in self._rows(sql_in("id", chunk), list(ROW_COLUMNS), len(chunk)):
+                    found[row["id"]] = from_row(row)
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        self._require_match()
+        out: dict[str, np.ndarray] = {}
+        with self._vendor("vectors"):
+            for chunk in id_chunks(ids):
+                for row in self._rows(sql_in("id", chunk), ["id", "vector"], len(chunk)):
+                    out[row["id"]] = np.asarray(row["vector"], dtype=np.float32)
+        return out
+
+    def _rows(self, where: str, columns: list[str], limit: int) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = (self._table.search().where(where).select(columns)
+                                      .limit(limit).to_arrow().to_pylist())
+        return rows
+
+    def count(self, namespaces: Sequence[str] | None = None) -> int:
+        if namespaces is not None and not namespaces:
+            return 0
+        with self._vendor("count"):
+            where = None if namespaces is None else sql_in("namespace", namespaces)
+            return int(self._table.count_rows(where))
+
+    def iter_all(self, batch_size: int = 1024) -> Iterator[list[Episode]]:
+        """Every episode, in batches (a snapshot of the table at the first read)."""
+        with self._vendor("scan"):
+            reader = self._table.search().select(list(ROW_COLUMNS)).to_batches(batch_size)
+            for batch in reader:
+                yield [from_row(r) for r in batch.to_pylist()]
+
+    # ----- maintenance ----------------------------------------------------------------------
+
+    def maybe_build_index(self) -> bool:
+        """Keep search fast; call it from a maintenance loop. Trains the IVF_SQ cosine index
+        once past index_min_rows and retrains it on 20% growth; folds rows written since the
+        last optimize into the full-text and scalar indexes once there are more than
+        FTS_REFRESH_ROWS of them (unindexed rows are still found, but cost ~6 ms per 1,000
+        in every text search). Returns whether it did any work."""
+        self._require_match()
+        did = False
+        with self._write_lock, self._vendor("index build"):
+            text_index = self._table.index_stats(FTS_INDEX)
+            if text_index is not None and text_index.num_unindexed_rows > FTS_REFRESH_ROWS:
+                self.optimize()
+                did = True
+            rows = int(self._table.count_rows())
+            trained = self._meta.index_rows
+            if rows >= self.index_min_rows and (
+                    trained is None or rows >= trained * REINDEX_GROWTH):
+                partitions = max(1, round(math.sqrt(rows)))
+                self._table.create_index("vector", config=IvfSq(
+                    distance_type="cosine", num_partitions=partitions), replace=True)
+                self._set_meta(layout.StoreMeta(self._meta.table, self._meta.signature, rows))
+                did = True
+        return did
+
+    def optimize(self, older_than_s: float = 3600.0) -> dict[str, Any]:
+        """Compact fragments, fold new rows into the indexes, drop versions older than
+        ``older_than_s`` and leftover ``.tmp*`` files. Returns before/after stats."""
+        if not older_than_s >= 0:
+            raise ValueError(f"older_than_s: must be >= 0, got {older_than_s}")
+        with self._write_lock, self._vendor("optimize"):
+            before = self._stats()
+            started = time.perf_counter()
+            swept = layout.sweep_orphans(self.directory, self._meta.table)
+            # at least 1 ms: LanceDB warns on 0 (we hold the only writer, so 0 would be safe)
+            age = timedelta(seconds=max(older_than_s, 0.001))
+            self._table.optimize(cleanup_older_than=age, delete_unverified=True)
+            after = self._stats()
+        return {"before": before, "after": after, "orphans_removed": len(swept),
+                "seconds": round(time.perf_counter() - started, 3)}
+
+    def reembed(self, embed_fn: EmbedFn, batch_size: int = 256) -> int:
+        """Re-embed every row with the configured model into a new table, then switch to it
+        with one atomic pointer write. A failure or crash before that leaves the old store.
+        Writes wait meanwhile; run it with the golem stopped (the old table is deleted)."""
+        target = self._configured
+        with self._write_lock:
+            name = layout.new_table_name(target)
+            try:
+                new = create_table(self._db, name, episode_schema(target.dim))
+                written = copy_reembedded(self._table, new, target, embed_fn, batch_size)
+                new_meta = layout.StoreMeta(name, target, None)
+                layout.write_meta(self.directory, new_meta)  # the commit point
+            except BaseException as exc:
+                if not self._committed(name):
+                    layout.remove_table_dir(self.directory, name)
+                if isinstance(exc, Exception) and not isinstance(exc, GrimoireError):
+                    raise GrimoireError(f"reembed of {self.directory} failed, the store is "
+                                        f"unchanged: {type(exc).__name__}: {exc}") from exc
+                raise
+            old, self._meta = self._meta.table, new_meta
+            self._table = self._open_table(name)
+            layout.remove_table_dir(self.directory, old)
+            self.maybe_build_index()
+        return written
+
+    def _stats(self) -> dict[str, int]:
+        return layout.table_stats(self._table, layout.table_dir(self.directory, self._meta.table))
+
+    def _committed(self, table: str) -> bool:
+        """Whether store.json already names ``table`` (a failure after the rename)."""
+        try:
+            meta = layout.read_meta(self.directory)
+        except GrimoireError:
+            return False
+        return meta is not None and meta.table == table
+
+    def _set_meta(self, meta: layout.StoreMeta) -> None:
+        layout.write_meta(self.directory, meta)
+        self._meta = meta

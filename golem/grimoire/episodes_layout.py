@@ -1,0 +1,136 @@
+"""On-disk layout of the episodic store: the pointer file, table names, orphan sweeping.
+
+    DIR/store.json                 which table is live, its ModelSignature, index state
+    DIR/episodes-<sig>-<rand>.lance  the live LanceDB table (one)
+
+store.json is the single commit point: it is replaced atomically (temp file,
+fsync, rename, fsync dir). A table directory it does not name is an unfinished
+creation or migration and is removed at open. Inside the live table, a killed
+LanceDB write leaves ``.tmp*`` files (measured with lancedb 0.40: in ``data/``
+while a data file streams, in ``_indices/<uuid>/`` while an index is written)
+that LanceDB's own cleanup does not remove; they are deleted before the table is
+opened. Only the one process holding the data-dir lock may sweep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from golem.grimoire.errors import StoreCorrupt
+from golem.grimoire.signature import ModelSignature
+
+META_FILE = "store.json"
+META_FORMAT = 1
+TABLE_PREFIX = "episodes-"
+TABLE_SUFFIX = ".lance"
+
+
+@dataclass(frozen=True)
+class StoreMeta:
+    table: str  # LanceDB table name (directory is <table>.lance)
+    signature: ModelSignature
+    index_rows: int | None = None  # row count when the vector index was last trained
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": META_FORMAT, "table": self.table,
+                "signature": self.signature.to_dict(), "index_rows": self.index_rows}
+
+
+def new_table_name(signature: ModelSignature) -> str:
+    return f"{TABLE_PREFIX}{signature.id}-{secrets.token_hex(4)}"
+
+
+def read_meta(directory: Path) -> StoreMeta | None:
+    """The committed store description, None for a new store; StoreCorrupt if unreadable."""
+    path = directory / META_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreCorrupt(f"episode store {path} is unreadable: {exc}") from None
+    try:
+        data = json.loads(text)
+        if data.get("format") != META_FORMAT:
+            raise ValueError(f"unknown format {data.get('format')!r}")
+        table = data["table"]
+        if not (isinstance(table, str) and table.startswith(TABLE_PREFIX) and "/" not in table):
+            raise ValueError(f"bad table name {table!r}")
+        index_rows = data.get("index_rows")
+        if index_rows is not None and (not isinstance(index_rows, int) or index_rows < 0):
+            raise ValueError(f"bad index_rows {index_rows!r}")
+        return StoreMeta(table, ModelSignature.from_dict(data["signature"]), index_rows)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise StoreCorrupt(f"episode store {path} is corrupt: {exc}") from None
+
+
+def write_meta(directory: Path, meta: StoreMeta) -> None:
+    """Atomic replace: a reader sees the old description or the new one, never a mix."""
+    tmp = directory / f".{META_FILE}.tmp-{secrets.token_hex(4)}"
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            json.dump(meta.to_dict(), f, indent=2, sort_keys=True)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(directory / META_FILE)
+        fsync_dir(directory)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def table_dir(directory: Path, table: str) -> Path:
+    return directory / f"{table}{TABLE_SUFFIX}"
+
+
+def remove_table_dir(directory: Path, table: str) -> None:
+    shutil.rmtree(table_dir(directory, table), ignore_errors=True)
+
+
+def sweep_orphans(directory: Path, live_table: str | None) -> list[Path]:
+    """Delete unreferenced tables, stale pointer temp files and ``.tmp*`` files in the live
+    table. Returns what was removed."""
+    removed: list[Path] = []
+    for entry in directory.iterdir():
+        name = entry.name
+        if name.startswith(f".{META_FILE}.tmp-"):
+            entry.unlink(missing_ok=True)
+            removed.append(entry)
+        elif (name.startswith(TABLE_PREFIX) and name.endswith(TABLE_SUFFIX) and entry.is_dir()
+              and name != f"{live_table}{TABLE_SUFFIX}"):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    if live_table is not None:
+        root = table_dir(directory, live_table)
+        for dirpath, _dirs, files in os.walk(root):
+            for name in files:
+                if name.startswith(".tmp"):
+                    path = Path(dirpath) / name
+                    path.unlink(missing_ok=True)
+                    removed.append(path)
+    return removed
+
+
+def table_stats(table: Any, root: Path) -> dict[str, int]:
+    """Rows, fragments, versions and bytes on disk of a LanceDB table (optimize reports)."""
+    stats = table.stats()
+    size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    return {"rows": int(stats["num_rows"]),
+            "fragments": int(stats["fragment_stats"]["num_fragments"]),
+            "versions": len(table.list_versions()), "bytes": size}

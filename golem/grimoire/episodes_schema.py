@@ -1,0 +1,221 @@
+"""Episode <-> Arrow rows for the episodic store, and safe filters over them.
+
+Kept apart from episodes.py so the column layout is read in one place. Filters on
+untrusted strings (namespaces, protocols, categories) are built as typed LanceDB
+expressions for searches, and as SQL with doubled quotes where LanceDB only takes
+SQL (tested against quotes, backslashes and control characters).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+os.environ.setdefault("LANCEDB_LOG", "error")  # before lancedb: its Rust warnings bypass our logs
+
+import numpy as np
+import pyarrow as pa
+from lancedb.expr import Expr, col, lit
+from lancedb.index import FTS, Bitmap, BTree
+
+from golem.grimoire.errors import InvalidMemory
+from golem.grimoire.records import Episode, Pad, Provenance, Source, finite_unit
+
+_SCALARS: tuple[tuple[str, pa.DataType, bool], ...] = (
+    ("id", pa.string(), False),
+    ("namespace", pa.string(), False),
+    ("chain_id", pa.int64(), False),
+    ("block_number", pa.int64(), False),
+    ("block_hash", pa.string(), False),
+    ("log_index", pa.int64(), False),
+    ("tx_hash", pa.string(), False),
+    ("tick", pa.int64(), False),
+    ("observed_at", pa.float64(), False),
+    ("category", pa.string(), False),
+    ("protocol", pa.string(), True),
+    ("text", pa.string(), False),
+    ("payload", pa.string(), False),  # JSON
+    ("curiosity", pa.float64(), False),
+    ("importance", pa.float64(), True),
+    ("quality_verified", pa.bool_(), False),
+    ("replay_count", pa.int64(), False),
+    ("pad_pleasure", pa.float64(), False),
+    ("pad_arousal", pa.float64(), False),
+    ("pad_dominance", pa.float64(), False),
+    ("prov_source", pa.string(), False),
+    ("prov_generation", pa.int64(), False),
+    ("prov_author", pa.string(), False),
+    ("prov_process", pa.string(), False),
+    ("prov_bloodstain", pa.bool_(), False),
+    ("prov_verified", pa.bool_(), False),
+    ("signature", pa.string(), False),  # ModelSignature.id of the vector
+)
+# Every column but the vector: what searches and gets read back.
+ROW_COLUMNS: tuple[str, ...] = tuple(name for name, _, _ in _SCALARS)
+UPDATABLE = {"replay_count", "quality_verified", "importance"}
+ID_CHUNK = 1000  # ids per IN (...) statement
+
+
+def episode_schema(dim: int) -> pa.Schema:
+    fields = [pa.field(name, kind, nullable=nullable) for name, kind, nullable in _SCALARS]
+    fields.append(pa.field("vector", pa.list_(pa.float32(), dim), nullable=False))
+    return pa.schema(fields)
+
+
+def _payload_json(episode: Episode) -> str:
+    try:
+        return json.dumps(episode.payload, sort_keys=True, separators=(",", ":"),
+                          allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidMemory(f"episode {episode.id}: payload is not JSON-safe ({exc})") from None
+
+
+def _check(episode: Episode) -> None:
+    if not isinstance(episode, Episode):
+        raise InvalidMemory(f"expected an Episode, got {type(episode).__name__}")
+    if not episode.id or not episode.namespace:
+        raise InvalidMemory("episode: id and namespace must be non-empty")
+    if not episode.text.strip():
+        raise InvalidMemory(f"episode {episode.id}: text is empty")
+    numbers = (episode.observed_at, episode.curiosity, *episode.pad.as_tuple())
+    if not all(math.isfinite(x) for x in numbers) or (
+            episode.importance is not None and not math.isfinite(episode.importance)):
+        raise InvalidMemory(f"episode {episode.id}: a score or time is not a finite number")
+
+
+def to_table(episodes: Sequence[Episode], vectors: np.ndarray, signature_id: str,
+             schema: pa.Schema) -> pa.Table:
+    """Arrow table for a batch of episodes and their (n, dim) float32 vectors."""
+    columns: dict[str, list[Any]] = {name: [] for name in ROW_COLUMNS}
+    for ep in episodes:
+        _check(ep)
+        prov = ep.provenance
+        row = (ep.id, ep.namespace, ep.chain_id, ep.block_number, ep.block_hash, ep.log_index,
+               ep.tx_hash, ep.tick, float(ep.observed_at), ep.category, ep.protocol, ep.text,
+               _payload_json(ep), float(ep.curiosity),
+               None if ep.importance is None else float(ep.importance),
+               bool(ep.quality_verified), ep.replay_count, *map(float, ep.pad.as_tuple()),
+               str(prov.source), prov.generation, prov.author, prov.process,
+               bool(prov.bloodstain), bool(prov.verified), signature_id)
+        for name, value in zip(ROW_COLUMNS, row, strict=True):
+            columns[name].append(value)
+    dim = vectors.shape[1]
+    arrays = [pa.array(columns[name], type=schema.field(name).type) for name in ROW_COLUMNS]
+    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
+    arrays.append(pa.FixedSizeListArray.from_arrays(flat, dim))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def unit_vectors(vectors: np.ndarray, n: int, dim: int) -> np.ndarray:
+    """(n, dim) float32 rows scaled to unit length; InvalidMemory for a wrong shape, NaN or 0."""
+    arr = np.asarray(vectors, dtype=np.float32)
+    if arr.ndim != 2 or arr.shape != (n, dim):
+        raise InvalidMemory(f"vectors: expected shape ({n}, {dim}), got {arr.shape}")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    if not np.isfinite(arr).all() or (n and float(norms.min()) <= 1e-6):
+        raise InvalidMemory("vectors: every vector must be finite and non-zero")
+    return np.asarray(arr / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+def from_row(row: dict[str, Any]) -> Episode:
+    """Inverse of to_table for one row (the vector, if present, is ignored)."""
+    return Episode(
+        id=row["id"], namespace=row["namespace"], chain_id=row["chain_id"],
+        block_number=row["block_number"], block_hash=row["block_hash"],
+        log_index=row["log_index"], tx_hash=row["tx_hash"], tick=row["tick"],
+        observed_at=row["observed_at"], category=row["category"], protocol=row["protocol"],
+        text=row["text"], payload=json.loads(row["payload"]), curiosity=row["curiosity"],
+        importance=row["importance"], quality_verified=row["quality_verified"],
+        replay_count=row["replay_count"],
+        pad=Pad(row["pad_pleasure"], row["pad_arousal"], row["pad_dominance"]),
+        provenance=Provenance(
+            source=Source(row["prov_source"]), generation=row["prov_generation"],
+            author=row["prov_author"], process=row["prov_process"],
+            bloodstain=row["prov_bloodstain"], verified=row["prov_verified"]))
+
+
+def sql_str(value: str) -> str:
+    """A SQL string literal for LanceDB: quotes doubled; backslashes are literal there."""
+    if "\x00" in value:
+        raise InvalidMemory("a filter value contains a NUL character")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    return f"{column} IN ({', '.join(sql_str(v) for v in values)})"
+
+
+def _utf8(text: str) -> bool:
+    """Lone surrogates cannot be stored, so they cannot be matched either."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def search_filter(namespaces: Sequence[str], since: float | None, until: float | None,
+                  protocol: str | None, category: str | None) -> Expr:
+    """namespace IN (...) [AND since <= observed_at <= until] [AND protocol/category =]."""
+    for name in namespaces:
+        if not isinstance(name, str) or not name:
+            raise InvalidMemory(f"namespace: must be a non-empty string, got {name!r}")
+    for label, values in (("namespace", namespaces), ("protocol", [protocol]),
+                          ("category", [category])):
+        for value in values:
+            if value is not None and not _utf8(value):
+                raise InvalidMemory(f"{label}: {value!r} is not valid UTF-8 text")
+    expr = col("namespace").isin(list(namespaces))
+    for bound, name in ((since, "since"), (until, "until")):
+        if bound is not None and (isinstance(bound, bool) or not math.isfinite(bound)):
+            raise InvalidMemory(f"{name}: must be a finite time, got {bound!r}")
+    if since is not None:
+        expr = expr & (col("observed_at") >= lit(float(since)))
+    if until is not None:
+        expr = expr & (col("observed_at") <= lit(float(until)))
+    if protocol is not None:
+        expr = expr & (col("protocol") == lit(protocol))
+    if category is not None:
+        expr = expr & (col("category") == lit(category))
+    return expr
+
+
+def sql_value(name: str, value: Any) -> str:
+    """A validated SQL literal for one updatable column."""
+    if name == "replay_count":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidMemory(f"replay_count: must be an integer >= 0, got {value!r}")
+        return str(value)
+    if name == "quality_verified":
+        if not isinstance(value, bool):
+            raise InvalidMemory(f"quality_verified: must be a bool, got {value!r}")
+        return "true" if value else "false"
+    if value is None:
+        return "NULL"
+    try:
+        return repr(finite_unit(value, "importance"))
+    except ValueError as exc:
+        raise InvalidMemory(str(exc)) from None
+
+
+def create_table(db: Any, name: str, schema: pa.Schema) -> Any:
+    """An empty table with its full-text and scalar indexes (optimize() keeps them current;
+    rows written since are scanned). Measured at 100k rows: the namespace bitmap cuts a
+    prefiltered vector search from 14 to 10 ms, the id B-tree speeds merge_insert and get."""
+    table = db.create_table(name, schema=schema)
+    # max_token_length 80 keeps addresses (42) and tx hashes (66) searchable.
+    table.create_index("text", config=FTS(max_token_length=80))
+    table.create_index("id", config=BTree())
+    table.create_index("observed_at", config=BTree())
+    for column in ("namespace", "protocol", "category"):
+        table.create_index(column, config=Bitmap())
+    return table
+
+
+def id_chunks(ids: Sequence[str]) -> Iterator[list[str]]:
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), ID_CHUNK):
+        yield unique[start:start + ID_CHUNK]

@@ -1,0 +1,339 @@
+"""The Grimoire facade: the documented async API every other part uses.
+
+    grimoire = await Grimoire.open(config, now=clock.now)
+    entry = await grimoire.remember("Never LP in pools under $100k TVL", type="constraint",
+                                    importance=0.9)
+    result = await grimoire.recall("thin liquidity pools", k=5)
+    if result.refused:
+        ...  # memory has nothing close enough: do not guess
+    for hit in result.hits:
+        hit.score.final, hit.provenance, hit.uri
+    await grimoire.close()
+
+Stores are synchronous adapters (LanceDB, SQLite); the facade runs them in
+one worker thread at a time, and the embedder in its own, so the event loop
+never blocks. Every write and read carries a namespace: writes go to the
+golem's own, reads to its own plus explicit grants from config.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import structlog
+
+from golem.config import Config, GrimoireSection
+from golem.events import Event, EventBus, GrimoireForget, GrimoireWrite
+from golem.grimoire import recall as rc
+from golem.grimoire.agent_memory import render_recall
+from golem.grimoire.decay import DecayReport, plan_and_apply_decay
+from golem.grimoire.embedder import Embedder
+from golem.grimoire.episodes import EpisodeStore
+from golem.grimoire.errors import InvalidMemory, NamespaceRefused
+from golem.grimoire.memory_file import MEMORY_FILE
+from golem.grimoire.playbook import Playbook
+from golem.grimoire.records import (
+    ENTRY_TYPE_FOR_MEMORY,
+    DecayClass,
+    EntryType,
+    Episode,
+    InsightCategory,
+    MemoryMetadata,
+    MemoryType,
+    Pad,
+    Provenance,
+    SemanticEntry,
+    Status,
+)
+from golem.grimoire.scratch import ScratchLog, ScratchNote
+from golem.grimoire.semantic import SemanticStore
+from golem.grimoire.validation import clean_text, enum_value, epoch, metadata_of, unit
+
+log = structlog.get_logger("golem.grimoire")
+
+
+T = TypeVar("T")
+
+SEMANTIC_FILE = "grimoire.db"
+EPISODES_DIR = "episodes"
+MEMORY_DIR = "memory"  # scratch.md, the working-memory write-ahead log
+
+
+class Grimoire:
+    """Local memory: episodic (LanceDB), semantic (SQLite), working and procedural files."""
+
+    def __init__(self, *, cfg: GrimoireSection, data_dir: Path, embedder: Embedder,
+                 episodes: EpisodeStore, semantic: SemanticStore,
+                 now: Callable[[], float], events: EventBus | None = None) -> None:
+        self.cfg = cfg
+        self.data_dir = data_dir
+        self.embedder = embedder
+        self.episodes = episodes
+        self.semantic = semantic
+        self.namespace = cfg.namespace
+        self._now = now
+        self._events = events
+        self._stores = anyio.CapacityLimiter(1)
+        # Working and procedural memory live as files beside the stores.
+        self.scratch = ScratchLog(data_dir / MEMORY_DIR, cfg.max_text_chars)
+        self.playbook = Playbook(data_dir)
+        self.memory_path = data_dir / MEMORY_FILE
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    @classmethod
+    async def open(cls, config: Config, now: Callable[[], float],
+                   embedder: Embedder | None = None, events: EventBus | None = None) -> Grimoire:
+        """Load the model and open both stores (refusing a store built with another model)."""
+        cfg = config.grimoire
+        if embedder is None:
+            embedder = await anyio.to_thread.run_sync(
+                Embedder.load, cfg.model_dir, cfg.embed_batch_size)
+        data_dir = config.data_dir
+        signature = embedder.signature
+
+        def open_stores() -> tuple[EpisodeStore, SemanticStore]:
+            data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            episodes = EpisodeStore.open(data_dir / EPISODES_DIR, signature,
+                                         index_min_rows=cfg.index_min_rows)
+            semantic = SemanticStore.open(data_dir / SEMANTIC_FILE, signature.id, signature.dim)
+            return episodes, semantic
+
+        episodes, semantic = await anyio.to_thread.run_sync(open_stores)
+        log.info("grimoire open", namespace=cfg.namespace, model=signature.model,
+                 signature=signature.id, episodes=episodes.count(),
+                 entries=semantic.count())
+        return cls(cfg=cfg, data_dir=data_dir, embedder=embedder, episodes=episodes,
+                   semantic=semantic, now=now, events=events)
+
+    async def close(self) -> None:
+        await self._store(self.semantic.close)
+
+    # --- writes ----------------------------------------------------------------------
+
+    async def remember(
+        self,
+        text: str,
+        *,
+        type: MemoryType | str = MemoryType.FACT,
+        importance: float = 0.5,
+        namespace: str | None = None,
+        timestamp: float | None = None,
+        metadata: MemoryMetadata | Mapping[str, Any] | None = None,
+        entry_type: EntryType | str | None = None,
+        category: InsightCategory | str | None = None,
+        decay_class: DecayClass | str = DecayClass.STRATEGIC,
+        confidence: float | None = None,
+        anchored: bool = False,
+        pad: Pad | None = None,
+        provenance: Provenance | None = None,
+        staged: bool = False,
+        entry_id: str | None = None,
+    ) -> SemanticEntry:
+        """Store a text memory; returns it as stored (QUARANTINED if it contradicts
+        an anchored or high-confidence entry)."""
+        ns = self._write_namespace(namespace)
+        clean = self._clean_text(text)
+        memory_type = enum_value(MemoryType, type, "type")
+        importance = unit(importance, "importance")
+        confidence = unit(confidence if confidence is not None else 0.5 + importance / 2,
+                           "confidence")
+        entry = SemanticEntry(
+            id=entry_id or uuid.uuid4().hex,
+            namespace=ns,
+            text=clean,
+            entry_type=(enum_value(EntryType, entry_type, "entry_type") if entry_type is not None
+                        else ENTRY_TYPE_FOR_MEMORY[memory_type]),
+            memory_type=memory_type,
+            created_at=self._time(timestamp),
+            confidence=confidence,
+            importance=importance,
+            category=(enum_value(InsightCategory, category, "category")
+                      if category is not None else None),
+            decay_class=enum_value(DecayClass, decay_class, "decay_class"),
+            anchored=anchored,
+            pad=pad or Pad(),
+            metadata=metadata_of(metadata),
+            provenance=provenance or Provenance(author=ns, process="api"),
+            status=Status.STAGED if staged else Status.ACTIVE,
+        )
+        vector = (await self.embedder.aembed([clean]))[0]
+        stored, report = await self._store(
+            self.semantic.put_checked, entry, vector, self.cfg.quarantine_confidence, 0.75)
+        log.info("memory remembered", id=stored.id, namespace=ns, type=memory_type.value,
+                 status=stored.status.value, quarantined_against=list(report.against))
+        self._emit(GrimoireWrite(
+            id=stored.id, namespace=ns, entry_type=stored.entry_type.value,
+            category=stored.category.value if stored.category else None,
+            confidence=stored.confidence, source=stored.provenance.source.value,
+            status=stored.status.value))
+        return stored
+
+    async def note(self, text: str, *, importance: float = 0.7,
+                   source: str = "working_memory_note") -> ScratchNote:
+        """working_memory_note: append to the scratch WAL (fsynced before returning) and
+        index it at once, so recall finds it before the dream cycle consolidates it."""
+        note = await anyio.to_thread.run_sync(
+            self.scratch.append, self._clean_text(text), importance, self._now(), source)
+        await self.remember(note.text, type=MemoryType.FACT, importance=note.importance,
+                            decay_class=DecayClass.EPHEMERAL, entry_id=f"scratch-{note.id}",
+                            provenance=Provenance(author=self.namespace, process=source))
+        return note
+
+    async def add_episodes(self, episodes: Sequence[Episode]) -> int:
+        """Embed and store episodes in one batched, idempotent write."""
+        if not episodes:
+            return 0
+        for episode in episodes:
+            self._write_namespace(episode.namespace)
+            self._clean_text(episode.text)
+        vectors = await self.embedder.aembed([e.text for e in episodes])
+        return await self._store(self.episodes.upsert, list(episodes), vectors)
+
+    # --- reads -----------------------------------------------------------------------
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        namespace: str | Sequence[str] | None = None,
+        filters: rc.RecallFilters | None = None,
+        pad: Pad | None = None,
+    ) -> rc.RecallResult:
+        """The one recall path. Returns Recall, or Refusal when memory has nothing close."""
+        from golem.grimoire.recall_engine import run_recall  # noqa: PLC0415 - keeps facade small
+
+        if not 1 <= k <= 1000:
+            raise InvalidMemory(f"k: must be between 1 and 1000, got {k}")
+        clean = self._clean_text(query)
+        namespaces = self._read_namespaces(namespace)
+        vector = (await self.embedder.aembed([clean]))[0]
+        request = rc.RecallRequest(query=clean, vector=vector, k=k, namespaces=namespaces,
+                                   filters=filters or rc.RecallFilters(), pad=pad,
+                                   now=self._now())
+        return await self._store(run_recall, self, request)
+
+    async def get(self, id: str, namespace: str | None = None) -> SemanticEntry | Episode | None:
+        namespaces = self._read_namespaces(namespace)
+
+        def lookup() -> SemanticEntry | Episode | None:
+            found: list[SemanticEntry | Episode] = [*self.semantic.get([id]),
+                                                    *self.episodes.get([id])]
+            return next((f for f in found if f.namespace in namespaces), None)
+
+        return await self._store(lookup)
+
+    async def stats(self, namespace: str | None = None) -> dict[str, Any]:
+        namespaces = self._read_namespaces(namespace)
+
+        def collect() -> dict[str, Any]:
+            return {
+                "namespace": namespaces[0],
+                "signature": self.embedder.signature.id,
+                "model": self.embedder.signature.model,
+                "episodes": self.episodes.count(list(namespaces)),
+                "entries": self.semantic.stats(namespaces[0]),
+            }
+
+        return await self._store(collect)
+
+    # --- maintenance -----------------------------------------------------------------
+
+    async def forget(self, id: str, reason: str, *, hard: bool = False,
+                     namespace: str | None = None) -> bool:
+        """Forget an entry or an episode; always logged with its reason."""
+        ns = self._write_namespace(namespace)
+        if not reason.strip():
+            raise InvalidMemory("reason: forgetting needs a reason (it is logged)")
+
+        def drop() -> bool:
+            entries = [e for e in self.semantic.get([id]) if e.namespace == ns]
+            if entries:
+                self.semantic.forget([id], reason, self._now(), hard=hard)
+                return True
+            episodes = [e for e in self.episodes.get([id]) if e.namespace == ns]
+            if episodes:
+                self.episodes.delete([id])
+                log.info("episode forgotten", id=id, namespace=ns, reason=reason)
+                return True
+            return False
+
+        dropped = await self._store(drop)
+        if dropped:
+            self._emit(GrimoireForget([id], ns, reason))
+        return dropped
+
+    async def reinforce(self, id: str, *, useful: bool, namespace: str | None = None) -> None:
+        """Testing effect: a recalled entry confirmed useful gains confidence."""
+        self._write_namespace(namespace)
+        delta = 0.05 if useful else -0.02
+        await self._store(self.semantic.reinforce, id, self._now(), delta, useful,
+                          self.cfg.anti_knowledge_floor)
+
+    async def apply_decay(self) -> DecayReport:
+        """Ebbinghaus decay over this golem's entries; entries that fade below the
+        eviction threshold are forgotten (soft, logged with the reason)."""
+        report = await self._store(plan_and_apply_decay, self.semantic, self.cfg,
+                                   self.namespace, self._now())
+        if report.forgotten:
+            log.info("memories forgotten by decay", count=report.forgotten,
+                     namespace=self.namespace)
+            self._emit(GrimoireForget(list(report.forgotten_ids), self.namespace,
+                                      "decayed below the eviction threshold"))
+        return report
+
+    async def refresh_index(self) -> bool:
+        return await self._store(self.episodes.maybe_build_index)
+
+    async def optimize(self) -> dict[str, Any]:
+        stats = await self._store(self.episodes.optimize)
+        log.info("episode store optimized", **stats)
+        return stats
+
+    def agent_memory(self, result: rc.RecallResult, budget_tokens: int) -> str:
+        """The seed-003 ``<agent_memory>`` block for a recall, within ``budget_tokens``."""
+        return render_recall(result, self._now(), budget_tokens)
+
+    # --- helpers ---------------------------------------------------------------------
+
+    def _emit(self, event: Event) -> None:
+        if self._events is not None:
+            self._events.emit(event)
+
+    async def _store(self, fn: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._stores)
+
+    def _time(self, timestamp: float | None) -> float:
+        return self._now() if timestamp is None else epoch(timestamp)
+
+    def _clean_text(self, text: str) -> str:
+        return clean_text(text, self.cfg.max_text_chars)
+
+    def _write_namespace(self, namespace: str | None) -> str:
+        ns = namespace or self.namespace
+        if ns != self.namespace:
+            raise NamespaceRefused(f"namespace {ns!r}: this golem writes only as "
+                                   f"{self.namespace!r}")
+        return ns
+
+    def _read_namespaces(self, namespace: str | Sequence[str] | None) -> tuple[str, ...]:
+        wanted = ([namespace] if isinstance(namespace, str)
+                  else list(namespace) if namespace is not None else [self.namespace])
+        allowed = {self.namespace, *self.cfg.read_grants}
+        for ns in wanted:
+            if ns not in allowed:
+                raise NamespaceRefused(
+                    f"namespace {ns!r}: no read grant (this golem is {self.namespace!r}; "
+                    f"grants: {', '.join(self.cfg.read_grants) or 'none'}; "
+                    "add it to grimoire.read_grants to allow)")
+        if not wanted:
+            raise InvalidMemory("namespace: at least one namespace is needed")
+        return rc.namespaces_tuple(wanted)
+
+

@@ -1,0 +1,67 @@
+"""``golem memory reembed``: move every stored vector to the configured model.
+
+Each store migrates all-or-nothing: the episode store re-embeds into a new table
+and switches with one atomic pointer write; the semantic store swaps every
+vector and its recorded signature in one SQLite transaction. A crash leaves a
+store either wholly old or wholly new, never mixed, and the command can simply
+be run again: a store already on the configured model is left alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import anyio.to_thread
+import structlog
+
+from golem.config import Config
+from golem.grimoire.embedder import Embedder
+from golem.grimoire.episodes import EpisodeStore
+from golem.grimoire.grimoire import EPISODES_DIR, SEMANTIC_FILE
+from golem.grimoire.semantic import SemanticStore
+
+log = structlog.get_logger("golem.grimoire.migration")
+
+
+@dataclass(frozen=True)
+class ReembedReport:
+    signature: str
+    episodes: int
+    entries: int
+    episodes_already_current: bool
+    entries_already_current: bool
+
+
+async def reembed_all(config: Config) -> ReembedReport:
+    return await anyio.to_thread.run_sync(_reembed_sync, config)
+
+
+def _reembed_sync(config: Config) -> ReembedReport:
+    cfg = config.grimoire
+    embedder = Embedder.load(cfg.model_dir, cfg.embed_batch_size)
+    target = embedder.signature
+    data_dir = config.data_dir
+
+    episodes = EpisodeStore.open(data_dir / EPISODES_DIR, target,
+                                 index_min_rows=cfg.index_min_rows, for_migration=True)
+    episodes_current = not episodes.needs_migration
+    moved_episodes = 0 if episodes_current else episodes.reembed(embedder.embed)
+    log.info("episodes re-embedded", count=moved_episodes, already_current=episodes_current)
+
+    path = data_dir / SEMANTIC_FILE
+    stored = SemanticStore.stored_signature(path)
+    entries_current = stored is None or stored[0] == target.id
+    moved_entries = 0
+    if not entries_current:
+        assert stored is not None
+        semantic = SemanticStore.open(path, stored[0], stored[1])
+        try:
+            entries = list(semantic.iter_all())
+            vectors = embedder.embed([e.text for e in entries])
+            moved_entries = semantic.replace_vectors(
+                {e.id: vectors[i] for i, e in enumerate(entries)}, target.id, target.dim)
+        finally:
+            semantic.close()
+    log.info("entries re-embedded", count=moved_entries, already_current=entries_current)
+    return ReembedReport(target.id, moved_episodes, moved_entries, episodes_current,
+                         entries_current)

@@ -1,0 +1,285 @@
+"""The semantic store: derived knowledge in SQLite (WAL, synchronous=FULL).
+
+Exact cosine search over a per-namespace matrix cached in memory, BM25 lexical
+search through FTS5, a causal graph with bounded traversal, contradiction
+quarantine, and forgetting that is always logged. Every public write is one
+transaction: nothing is ever half-written. Synchronous; the caller runs it in
+one worker thread at a time.
+
+This is the facade; the parts live in semantic_db (connection, transactions),
+semantic_schema (tables, row codec), semantic_vectors (the cosine matrix),
+semantic_fts (lexical search), semantic_graph (causal edges) and
+semantic_lifecycle (reinforcement, status, forgetting and their logs).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from golem.grimoire import contradiction, semantic_fts, semantic_graph, semantic_lifecycle
+from golem.grimoire.contradiction import ContradictionReport
+from golem.grimoire.errors import InvalidMemory
+from golem.grimoire.records import CausalEdge, EntryType, MemoryType, SemanticEntry, Status
+from golem.grimoire.semantic_db import CHUNK, SemanticDb
+from golem.grimoire.semantic_lifecycle import ForgetRecord, QuarantineRecord
+from golem.grimoire.semantic_schema import (
+    SELECT_ENTRY,
+    SemanticStats,
+    entry_row,
+    row_entry,
+    where_clause,
+)
+from golem.grimoire.semantic_vectors import (
+    Vector,
+    VectorCache,
+    blob,
+    from_blob,
+    vector_matrix,
+)
+
+__all__ = ["ForgetRecord", "QuarantineRecord", "SemanticStats", "SemanticStore"]
+
+
+class SemanticStore:
+    """One connection; the facade serialises access (one worker thread at a time)."""
+
+    def __init__(self, db: SemanticDb, path: Path, signature_id: str, dim: int):
+        self._db = db
+        self.path = path
+        self.signature_id = signature_id
+        self.dim = dim
+        self._vectors = VectorCache(db.matrix_rows, str(path))
+
+    @classmethod
+    def open(cls, path: Path, signature_id: str, dim: int) -> SemanticStore:
+        """Open or create; refuses a store built with another embedding signature."""
+        if not signature_id or dim < 1:
+            raise InvalidMemory(f"signature {signature_id!r} / dim {dim}: both must be set")
+        return cls(SemanticDb.open(path, signature_id, dim), path, signature_id, dim)
+
+    @staticmethod
+    def stored_signature(path: Path) -> tuple[str, int] | None:
+        """The (signature id, dim) a store was built with, read-only; None if no store."""
+        return SemanticDb.stored_signature(path)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> SemanticStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- entries -------------------------------------------------------------------
+
+    def put(self, entries: Sequence[SemanticEntry], vectors: Any) -> int:
+        """Insert or replace by id (idempotent), all in one transaction."""
+        if not entries:
+            return 0
+        matrix = vector_matrix(vectors, len(entries), self.dim)
+        rows = [entry_row(e, blob(v), self.signature_id)
+                for e, v in zip(entries, matrix, strict=True)]
+        with self._db.write() as conn:
+            self._db.upsert(conn, entries, rows)
+        self._vectors.put(entries, [row[-2] for row in rows], self.dim)
+        return len(rows)
+
+    def put_checked(
+        self, entry: SemanticEntry, vector: Any, quarantine_confidence: float,
+        similarity_threshold: float = contradiction.DEFAULT_SIMILARITY, *,
+        now: float | None = None, candidates: int = 16,
+    ) -> tuple[SemanticEntry, ContradictionReport]:
+        """Store a new claim, QUARANTINED when it contradicts a trusted ACTIVE entry.
+
+        The contradicted entries are never touched; the decision and its reasons go
+        to the quarantine log in the same transaction.
+        """
+        vec = vector_matrix(vector, 1, self.dim)[0]
+        near = [e for e, sim in self.search_vector(vec, candidates, [entry.namespace])
+                if e.id != entry.id and sim >= similarity_threshold]
+        stored_vectors = self.vectors([e.id for e in near])
+        conflicts = contradiction.find_conflicts(
+            entry, vec, [(e, stored_vectors[e.id]) for e in near], similarity_threshold)
+        report = contradiction.quarantine_decision(entry, conflicts, quarantine_confidence)
+        stored = replace(entry, status=Status.QUARANTINED) if report.quarantined else entry
+        row = entry_row(stored, blob(vec), self.signature_id)
+        with self._db.write() as conn:
+            self._db.upsert(conn, [stored], [row])
+            if report.quarantined:
+                semantic_lifecycle.log_quarantine(
+                    conn, stored, report, entry.created_at if now is None else now)
+        self._vectors.put([stored], [row[-2]], self.dim)
+        return stored, report
+
+    def get(self, ids: Sequence[str]) -> list[SemanticEntry]:
+        """Entries in the order asked; unknown ids are skipped."""
+        rows = self._db.by_ids(f"SELECT {SELECT_ENTRY} FROM entries WHERE id IN", ids)  # noqa: S608
+        found = {row[0]: row_entry(row) for row in rows}
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, Vector]:
+        rows = self._db.by_ids("SELECT id, embedding FROM entries WHERE id IN", ids)
+        return {row[0]: from_blob(row[1], self.dim, str(self.path)).copy() for row in rows}
+
+    def confidence_times(self, ids: Sequence[str]) -> dict[str, float]:
+        """When each confidence was last written (put, reinforce or a decay pass)."""
+        return dict(self._db.by_ids("SELECT id, confidence_at FROM entries WHERE id IN", ids))
+
+    def iter_all(self) -> Iterator[SemanticEntry]:
+        """Every entry of every namespace and status, paged so writes may interleave."""
+        last = 0
+        while True:
+            rows = self._db.query(f"SELECT seq, {SELECT_ENTRY} FROM entries WHERE seq > ? "  # noqa: S608
+                                  "ORDER BY seq LIMIT ?", (last, CHUNK))
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield from (row_entry(row[1:]) for row in rows)
+
+    def count(self, namespaces: Sequence[str] | None = None, status: Status | None = None) -> int:
+        where, args = where_clause(namespaces, ((status,) if status else None, None, None, None))
+        return int(self._db.query(f"SELECT COUNT(*) FROM entries e WHERE {where}", args)[0][0])  # noqa: S608
+
+    def stats(self, namespace: str) -> SemanticStats:
+        def group(column: str) -> dict[str, int]:
+            rows = self._db.query(f"SELECT COALESCE({column}, ''), COUNT(*) FROM entries "  # noqa: S608
+                                  f"WHERE namespace = ? GROUP BY 1 ORDER BY 1", (namespace,))
+            return {str(k): int(n) for k, n in rows}
+
+        by_status = group("status")
+        return SemanticStats(
+            namespace=namespace, total=sum(by_status.values()), by_status=by_status,
+            by_entry_type=group("entry_type"), by_memory_type=group("memory_type"),
+            by_category=group("category"), by_decay_class=group("decay_class"),
+            anchored=group("anchored").get("1", 0),
+            edges=semantic_graph.edge_count(self._db, namespace))
+
+    # ---- search --------------------------------------------------------------------
+
+    def search_vector(
+        self, vector: Any, k: int, namespaces: Sequence[str], *,
+        statuses: Sequence[Status] | None = (Status.ACTIVE,),
+        entry_types: Sequence[EntryType] | None = None,
+        memory_types: Sequence[MemoryType] | None = None,
+        min_importance: float | None = None,
+    ) -> list[tuple[SemanticEntry, float]]:
+        """Exact cosine top-k over the matching entries of the given namespaces only."""
+        query = vector_matrix(vector, 1, self.dim)[0]
+        hits = self._vectors.search(query, k, namespaces,
+                                    (statuses, entry_types, memory_types, min_importance),
+                                    self.dim)
+        entries = {e.id: e for e in self.get([i for i, _ in hits])}
+        return [(entries[i], s) for i, s in hits if i in entries]
+
+    def search_text(
+        self, query: str, k: int, namespaces: Sequence[str], *,
+        statuses: Sequence[Status] | None = (Status.ACTIVE,),
+        entry_types: Sequence[EntryType] | None = None,
+        memory_types: Sequence[MemoryType] | None = None,
+        min_importance: float | None = None,
+    ) -> list[tuple[SemanticEntry, float]]:
+        """BM25 over text and tags; the score is -bm25 (higher is better)."""
+        return semantic_fts.search_text(self._db, query, k, namespaces,
+                                        (statuses, entry_types, memory_types, min_importance))
+
+    # ---- lifecycle -----------------------------------------------------------------
+
+    def record_access(self, ids: Sequence[str], now: float) -> int:
+        return semantic_lifecycle.record_access(self._db, ids, now)
+
+    def reinforce(self, entry_id: str, now: float, confidence_delta: float, useful: bool,
+                  anti_knowledge_floor: float) -> SemanticEntry | None:
+        """Testing effect: useful recall raises confidence (at most 1) and makes it the
+        new decay reference (``reinforced_confidence`` at ``last_reinforced = now``).
+
+        Only the delta's size counts; ``useful`` gives the direction. Not useful:
+        confidence drops by it (anchored entries keep theirs; anti-knowledge never
+        falls below the floor this way) and the decay reference is scaled by the same
+        factor, so the next decay pass continues from the lowered value. None if unknown.
+        """
+        return semantic_lifecycle.reinforce(self._db, entry_id, now, confidence_delta,
+                                            useful=useful,
+                                            anti_knowledge_floor=anti_knowledge_floor)
+
+    def update_confidence(self, updates: Mapping[str, float], now: float) -> int:
+        """Batch write of decayed confidences (validated first: all or nothing).
+
+        The decay reference is kept: an entry without ``reinforced_confidence`` gets its
+        pre-decay confidence there, so later passes never compound.
+        """
+        return semantic_lifecycle.update_confidence(self._db, updates, now)
+
+    def set_status(self, ids: Sequence[str], status: Status, reason: str, now: float) -> int:
+        """Move entries to a status, logged with the reason; PRUNED goes through forget."""
+        if status == Status.PRUNED:
+            return self.forget(ids, reason, now)
+        changed = semantic_lifecycle.set_status(self._db, ids, status, reason, now)
+        self._vectors.set_status(changed, status.value)
+        return len(changed)
+
+    def forget(self, ids: Sequence[str], reason: str, now: float, hard: bool = False) -> int:
+        """Prune (or, when hard, delete with its edges); always appended to forget_log."""
+        gone = semantic_lifecycle.forget(self._db, ids, reason, now, hard)
+        if hard:
+            self._vectors.drop(gone)
+        else:
+            self._vectors.set_status(gone, Status.PRUNED.value)
+        return len(gone)
+
+    def forget_log(self, limit: int = 50, namespace: str | None = None) -> list[ForgetRecord]:
+        return semantic_lifecycle.forget_log(self._db, limit, namespace)
+
+    def quarantine_log(self, limit: int = 50,
+                       namespace: str | None = None) -> list[QuarantineRecord]:
+        return semantic_lifecycle.quarantine_log(self._db, limit, namespace)
+
+    def replace_vectors(self, vectors_by_id: Mapping[str, Any], new_signature_id: str,
+                        new_dim: int | None = None) -> int:
+        """Swap every vector and the store's signature in one transaction (re-embed).
+
+        Must cover exactly the stored entries, all of one dimension (``new_dim`` when
+        given, which also re-dimensions an empty store); otherwise nothing changes.
+        """
+        dims = {np.asarray(v).size for v in vectors_by_id.values()}
+        dim = new_dim or (dims.pop() if len(dims) == 1 else self.dim)
+        if dims - {dim} or not new_signature_id or dim < 1:
+            raise InvalidMemory(f"replace_vectors: need one signature and one dimension, got "
+                                f"{new_signature_id!r} and dimensions {sorted(dims)}")
+        rows = [(blob(vector_matrix(v, 1, dim)[0]), new_signature_id, i)
+                for i, v in vectors_by_id.items()]
+        with self._db.write() as conn:
+            ids = {row[0] for row in conn.execute("SELECT id FROM entries")}
+            if set(vectors_by_id) != ids:
+                raise InvalidMemory(
+                    f"replace_vectors: must cover exactly the {len(ids)} stored entries "
+                    f"({len(ids - set(vectors_by_id))} missing, "
+                    f"{len(set(vectors_by_id) - ids)} unknown)")
+            conn.executemany("UPDATE entries SET embedding = ?, signature = ? WHERE id = ?", rows)
+            conn.executemany("UPDATE meta SET value = ? WHERE key = ?",
+                             [(json.dumps(new_signature_id), "signature_id"), (str(dim), "dim")])
+        self.signature_id, self.dim = new_signature_id, dim
+        self._vectors.clear()
+        return len(rows)
+
+    # ---- causal graph --------------------------------------------------------------
+
+    def add_edge(self, edge: CausalEdge) -> None:
+        """Upsert cause -> effect; both ends must be entries of the edge's namespace."""
+        semantic_graph.add_edge(self._db, edge)
+
+    def edges_from(self, entry_id: str) -> list[CausalEdge]:
+        return semantic_graph.edges_from(self._db, entry_id)
+
+    def causal_neighbors(
+        self, entry_id: str, max_depth: int, namespaces: Sequence[str], direction: str = "out",
+    ) -> list[tuple[str, int, tuple[str, ...]]]:
+        """(entry id, depth, path from entry_id) within max_depth (capped at MAX_DEPTH)."""
+        return semantic_graph.causal_neighbors(self._db, entry_id, max_depth, namespaces,
+                                               direction)

@@ -1,0 +1,219 @@
+"""``golem memory ...``: search, add, show, stats, forget and reembed from the shell.
+
+These commands open the Grimoire directly on the data dir. Reads and small
+writes are safe next to a running golem (SQLite WAL, LanceDB versions);
+``reembed`` rewrites every vector and so takes the data-dir lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import fields, is_dataclass
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+import anyio
+
+from golem.config import Config
+from golem.errors import EXIT_OK, GolemError
+from golem.grimoire.errors import StoreCorrupt
+from golem.grimoire.records import DecayClass, InsightCategory, MemoryType
+from golem.logging import configure_logging
+from golem.runtime.lock import DataDirLock
+from golem.runtime.state import StateStore
+
+if TYPE_CHECKING:  # the store and model modules are heavy; load them only to run a command
+    from golem.grimoire.grimoire import Grimoire
+
+T = TypeVar("T")
+
+
+def add_memory_parser(sub: Any, config_arg: Callable[[argparse.ArgumentParser], None]) -> None:
+    memory = sub.add_parser(
+        "memory", help="search and edit the golem's memory (the Grimoire)",
+        description="Work with the Grimoire: the golem's local memory.")
+    msub = memory.add_subparsers(dest="memory_command", required=True, metavar="ACTION")
+
+    search = msub.add_parser("search", help="recall memories relevant to a query",
+                             description="Run the same recall path the golem uses. Prints the "
+                                         "hits with their score breakdown, or the refusal when "
+                                         "memory holds nothing close enough.")
+    config_arg(search)
+    search.add_argument("query", help="what to recall")
+    search.add_argument("--k", type=int, default=10, help="how many hits (default: 10)")
+    search.add_argument("--json", action="store_true", help="print JSON")
+
+    add = msub.add_parser("add", help="remember a text memory",
+                          description="Store a text memory in the golem's own namespace. "
+                                      "A claim contradicting an anchored or high-confidence "
+                                      "entry is stored quarantined.")
+    config_arg(add)
+    add.add_argument("text", help="the memory")
+    add.add_argument("--type", default="fact", choices=[m.value for m in MemoryType])
+    add.add_argument("--importance", type=float, default=0.5, help="0..1 (default: 0.5)")
+    add.add_argument("--category", choices=[c.value for c in InsightCategory])
+    add.add_argument("--decay-class", default="strategic", choices=[d.value for d in DecayClass])
+    add.add_argument("--anchored", action="store_true", help="exempt from decay and pruning")
+    add.add_argument("--json", action="store_true", help="print JSON")
+
+    show = msub.add_parser("show", help="show one memory or episode by id")
+    config_arg(show)
+    show.add_argument("id")
+
+    stats = msub.add_parser("stats", help="counts, sizes and the embedding model signature")
+    config_arg(stats)
+    stats.add_argument("--json", action="store_true", help="print JSON")
+
+    forget = msub.add_parser("forget", help="forget a memory (logged with the reason)")
+    config_arg(forget)
+    forget.add_argument("id")
+    forget.add_argument("--reason", required=True, help="why (kept in the forget log)")
+    forget.add_argument("--hard", action="store_true", help="delete instead of marking pruned")
+
+    reembed = msub.add_parser(
+        "reembed", help="re-embed every stored vector with the configured model",
+        description="One migration: every episode and entry is re-embedded with the configured "
+                    "model and swapped in at once; a crash leaves the old store intact. The "
+                    "golem must not be running (this takes the data-dir lock).")
+    config_arg(reembed)
+
+
+def run_memory_command(args: argparse.Namespace, config: Config, out: TextIO) -> int:
+    # Results go to stdout; the Grimoire's own log lines go to stderr.
+    configure_logging(config.logging.level, config.logging.format, sys.stderr)
+    command = args.memory_command
+    if command in ("search", "show", "stats", "forget") and not config.data_dir.exists():
+        raise StoreCorrupt(f"no memory at {config.data_dir} (the golem has never run and "
+                           "nothing was added); add one with: golem memory add TEXT")
+    if command == "reembed":
+        return _reembed(config, out)
+    handler = _HANDLERS[command]
+    return anyio.run(_with_grimoire, config, lambda g: handler(g, args, out),
+                     backend_options={"use_uvloop": True})
+
+
+async def _with_grimoire(config: Config, body: Callable[[Grimoire], Awaitable[int]]) -> int:
+    from golem.grimoire.grimoire import Grimoire  # noqa: PLC0415
+
+    grimoire = await Grimoire.open(config, now=_golem_now(config))
+    try:
+        return await body(grimoire)
+    finally:
+        await grimoire.close()
+
+
+async def _search(g: Grimoire, args: argparse.Namespace, out: TextIO) -> int:
+    result = await g.recall(args.query, k=args.k)
+    if args.json:
+        out.write(json.dumps(to_jsonable(result), indent=2) + "\n")
+        return EXIT_OK
+    if result.refused:
+        out.write(f"refused: {result.reason}\n")
+    else:
+        for n, hit in enumerate(result.hits, 1):
+            s = hit.score
+            out.write(f"{n:>2}. {hit.score.final:.3f}  {hit.uri}\n    {_excerpt(hit.text)}\n"
+                      f"    semantic {s.semantic:.2f} temporal {s.temporal:.2f} importance "
+                      f"{s.importance:.2f} emotional {s.emotional:.2f} x provenance "
+                      f"{s.provenance_weight:.2f} ({hit.provenance.source.value})\n")
+    for hit in result.anti_knowledge:
+        out.write(f"  ! anti-knowledge {hit.uri}: {_excerpt(hit.text)}\n")
+    return EXIT_OK
+
+
+async def _add(g: Grimoire, args: argparse.Namespace, out: TextIO) -> int:
+    entry = await g.remember(args.text, type=args.type, importance=args.importance,
+                             category=args.category, decay_class=args.decay_class,
+                             anchored=args.anchored)
+    if args.json:
+        out.write(json.dumps(to_jsonable(entry), indent=2) + "\n")
+    else:
+        out.write(f"remembered {entry.id} ({entry.memory_type.value}, {entry.status.value})\n")
+    return EXIT_OK
+
+
+async def _show(g: Grimoire, args: argparse.Namespace, out: TextIO) -> int:
+    found = await g.get(args.id)
+    if found is None:
+        raise GolemError(f"no memory with id {args.id} in namespace {g.namespace}")
+    out.write(json.dumps(to_jsonable(found), indent=2) + "\n")
+    return EXIT_OK
+
+
+async def _stats(g: Grimoire, args: argparse.Namespace, out: TextIO) -> int:
+    stats = await g.stats()
+    out.write(json.dumps(to_jsonable(stats), indent=2 if args.json else None) + "\n")
+    return EXIT_OK
+
+
+async def _forget(g: Grimoire, args: argparse.Namespace, out: TextIO) -> int:
+    if not await g.forget(args.id, args.reason, hard=args.hard):
+        raise GolemError(f"no memory with id {args.id} in namespace {g.namespace}")
+    out.write(f"forgot {args.id}\n")
+    return EXIT_OK
+
+
+_HANDLERS: dict[str, Callable[[Grimoire, argparse.Namespace, TextIO], Awaitable[int]]] = {
+    "search": _search, "add": _add, "show": _show, "stats": _stats, "forget": _forget,
+}
+
+
+def _reembed(config: Config, out: TextIO) -> int:
+    from golem.grimoire.migration import reembed_all  # noqa: PLC0415 - heavy, rarely used
+
+    config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lock = DataDirLock(config.data_dir)
+    lock.acquire()
+    try:
+        report = anyio.run(reembed_all, config, backend_options={"use_uvloop": True})
+    finally:
+        lock.release()
+    out.write(json.dumps(to_jsonable(report)) + "\n")
+    return EXIT_OK
+
+
+def _golem_now(config: Config) -> Callable[[], float]:
+    """Golem time for CLI writes: the clock the golem itself last saw."""
+    if config.clock.mode == "real":
+        import time  # noqa: PLC0415
+
+        return time.time
+    store = StateStore.open_readonly(config.data_dir) if config.data_dir.exists() else None
+    persisted = None
+    if store is not None:
+        try:
+            persisted = store.get_meta("golem_time")
+        finally:
+            store.close()
+    at = float(persisted) if persisted is not None else config.clock.start.timestamp()
+    return lambda: at
+
+
+def _excerpt(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def to_jsonable(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        out = {f.name: to_jsonable(getattr(value, f.name)) for f in fields(value)}
+        uri = getattr(value, "uri", None)  # recall hits carry their citation source
+        if isinstance(uri, str):
+            out["uri"] = uri
+        return out
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+__all__ = ["add_memory_parser", "run_memory_command"]

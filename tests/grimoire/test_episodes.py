@@ -1,0 +1,418 @@
+"""The episodic store on a real LanceDB in tmp_path, with the real model where text matters."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from golem.grimoire.embedder import Embedder
+from golem.grimoire.episodes import EpisodeStore
+from golem.grimoire.errors import (
+    GrimoireError,
+    InvalidMemory,
+    SignatureMismatch,
+    StoreCorrupt,
+)
+from golem.grimoire.records import Episode, Pad, Provenance, Source, episode_id
+from golem.grimoire.signature import ModelSignature
+
+from .test_embedder import MODEL_DIR
+
+REPO = Path(__file__).resolve().parents[2]
+NASTY = ["x' OR '1'='1", "q\\' OR namespace <> '", "back\\\\slash'", 'd"q', "tab\tnew\nline",
+         "bidi\u202eevil", "%", "_"]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return Embedder.load(MODEL_DIR, batch_size=32)
+
+
+@pytest.fixture(scope="module")
+def sig(embedder: Embedder) -> ModelSignature:
+    return embedder.signature
+
+
+def other_signature(sig: ModelSignature) -> ModelSignature:
+    return dataclasses.replace(sig, model="some-other-model", version="1" * 64)
+
+
+def make_episode(i: int, *, namespace: str = "main", text: str | None = None,
+                 observed_at: float | None = None, protocol: str | None = "uniswap_v3",
+                 category: str = "swap") -> Episode:
+    block_hash = f"0x{i:064x}"
+    return Episode(
+        id=episode_id(1, block_hash, i % 7), namespace=namespace, chain_id=1,
+        block_number=19_000_000 + i, block_hash=block_hash, log_index=i % 7,
+        tx_hash=f"0x{i + 7:064x}", tick=i, observed_at=1_700_000_000.0 + 10 * i
+        if observed_at is None else observed_at, category=category, protocol=protocol,
+        text=text or f"Swap {i} WETH for {3000 * i} USDC on {protocol} ({category})",
+        payload={"amount_in": str(i * 10**18), "path": ["WETH", "USDC"], "fee": 500},
+        curiosity=0.25, importance=None if i % 2 else 0.5, pad=Pad(0.1, -0.2, 0.3),
+        provenance=Provenance(source=Source.SELF, author=namespace, process="gamma"))
+
+
+def unit(rng: np.random.Generator, n: int, dim: int = 384) -> np.ndarray:
+    v = rng.standard_normal((n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def open_store(path: Path, sig: ModelSignature, **kw: object) -> EpisodeStore:
+    return EpisodeStore.open(path, sig, index_min_rows=int(kw.pop("index_min_rows", 10_000)),
+                             **kw)  # type: ignore[arg-type]
+
+
+def test_round_trip_keeps_every_field(tmp_path: Path, sig: ModelSignature,
+                                      embedder: Embedder) -> None:
+    store = open_store(tmp_path / "ep", sig)
+    episodes = [make_episode(i) for i in range(4)]
+    assert store.upsert(episodes, embedder.embed([e.text for e in episodes])) == 4
+    assert store.get([episodes[2].id, "missing", episodes[0].id]) == [episodes[2], episodes[0]]
+    assert sorted(e.id for batch in store.iter_all(3) for e in batch) == sorted(
+        e.id for e in episodes)
+
+
+def test_the_same_episode_written_twice_is_stored_once(tmp_path: Path, sig: ModelSignature,
+                                                       embedder: Embedder) -> None:
+    store = open_store(tmp_path / "ep", sig)
+    ep = make_episode(1)
+    vec = embedder.embed([ep.text])
+    store.upsert([ep, ep], np.vstack([vec, vec]))  # twice in one call
+    store.upsert([ep], vec)  # and again in a second call
+    assert store.count() == 1
+    store.update([ep.id], replay_count=3, quality_verified=True)
+    recaptured = dataclasses.replace(ep, text="Swap 1 WETH, re-rendered")
+    store.upsert([recaptured], embedder.embed([recaptured.text]))
+    # re-capturing keeps the stored record and what consolidation learned about it
+    assert store.count() == 1
+    assert store.get([ep.id]) == [dataclasses.replace(ep, replay_count=3,
+                                                      quality_verified=True)]
+
+
+def test_prefilters_exclude_what_they_should(tmp_path: Path, sig: ModelSignature,
+                                             embedder: Embedder) -> None:
+    store = open_store(tmp_path / "ep", sig)
+    episodes = [
+        make_episode(0),
+        make_episode(1, namespace="other"),
+        make_episode(2, observed_at=100.0),
+        make_episode(3, protocol="aave_v3", category="liquidation"),
+        make_episode(4, protocol=None, category="gas"),
+    ]
+    store.upsert(episodes, embedder.embed([e.text for e in episodes]))
+    query = embedder.embed(["Swap WETH for USDC"])[0]
+
+    def ids(**kw: object) -> set[int]:
+        dense = store.search_vector(query, 10, **kw)  # type: ignore[arg-type]
+        lexical = store.search_text("swap weth usdc", 10, **kw)  # type: ignore[arg-type]
+        assert {e.tick for e, _ in lexical} <= {e.tick for e, _ in dense}
+        return {e.tick for e, _ in dense}
+
+    assert ids(namespaces=["main"]) == {0, 2, 3, 4}
+    assert ids(namespaces=["main", "other"]) == {0, 1, 2, 3, 4}
+    assert ids(namespaces=[]) == set()
+    assert ids(namespaces=["nobody"]) == set()
+    assert ids(namespaces=["main"], since=1_000.0) == {0, 3, 4}
+    assert ids(namespaces=["main"], until=1_000.0) == {2}
+    assert ids(namespaces=["main"], since=100.0, until=100.0) == {2}
+    assert ids(namespaces=["main"], protocol="aave_v3") == {3}
+    assert ids(namespaces=["main"], category="gas") == {4}
+    assert ids(namespaces=["main"], protocol="uniswap_v3", category="swap") == {0, 2}
+    best, similarity = store.search_vector(query, 1, ["main"])[0]
+    assert best.tick in {0, 2} and 0.5 < similarity <= 1.0
+
+
+def test_hostile_namespace_strings_neither_break_nor_widen_the_filter(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    store = open_store(tmp_path / "ep", sig)
+    episodes = [make_episode(i, namespace=ns, text=f"swap event for {i}")
+                for i, ns in enumerate(["main", *NASTY])]
+    store.upsert(episodes, unit(np.random.default_rng(0), len(episodes)))
+    query = unit(np.random.default_rng(1), 1)[0]
+    for ep in episodes:
+        assert [e.id for e, _ in store.search_vector(query, 20, [ep.namespace])] == [ep.id]
+        assert [e.id for e, _ in store.search_text("swap event", 20, [ep.namespace])] == [ep.id]
+        assert store.count([ep.namespace]) == 1
+    assert store.search_vector(query, 20, ["x'"]) == []
+    assert store.search_text("swap", 20, ["main"], protocol="' OR 1=1 --") == []
+
+    @settings(max_examples=60, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.text(st.characters(exclude_characters="\x00"), min_size=1, max_size=30))
+    def arbitrary(name: str) -> None:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: refused by name, never widened
+            with pytest.raises(InvalidMemory, match="not valid UTF-8"):
+                store.search_vector(query, 20, [name])
+            return
+        expected = [e.id for e in episodes if e.namespace == name]
+        assert [e.id for e, _ in store.search_vector(query, 20, [name])] == expected
+        assert store.count([name]) == len(expected)
+
+    arbitrary()
+
+
+def test_search_text_finds_a_fresh_row_by_a_rare_token(tmp_path: Path, sig: ModelSignature,
+                                                       embedder: Embedder) -> None:
+    store = open_store(tmp_path / "ep", sig)
+    bulk = [make_episode(i) for i in range(50)]
+    store.upsert(bulk, unit(np.random.default_rng(2), len(bulk)))
+    store.optimize()  # the FTS index now covers the bulk; the next row is not in it
+    address = "0x5c69bee701ef814a2b6a3edd4b1652cb9cc5aa6f"
+    fresh = make_episode(99, text=f"Flash loan from zyxquorp vault {address} drained the pool")
+    store.upsert([fresh], embedder.embed([fresh.text]))
+    for token in ("zyxquorp", address, address.upper().replace("0X", "0x")):
+        hits = store.search_text(token, 5, ["main"])
+        assert [e.id for e, _ in hits] == [fresh.id] and hits[0][1] > 0
+    assert store.search_text("zyxquorp", 5, ["other"]) == []
+    assert store.search_text("   ", 5, ["main"]) == []
+
+
+def test_signature_mismatch_refuses_to_open(tmp_path: Path, sig: ModelSignature) -> None:
+    path = tmp_path / "ep"
+    store = open_store(path, sig)
+    store.upsert([make_episode(1)], unit(np.random.default_rng(3), 1))
+    other = other_signature(sig)
+    with pytest.raises(SignatureMismatch) as info:
+        open_store(path, other)
+    message = str(info.value)
+    assert str(path) in message and "golem memory reembed" in message
+    assert sig.model in message and "some-other-model" in message
+    migrating = open_store(path, other, for_migration=True)
+    assert migrating.needs_migration and migrating.count() == 1
+    with pytest.raises(SignatureMismatch):
+        migrating.search_vector(unit(np.random.default_rng(4), 1)[0], 5, ["main"])
+    with pytest.raises(SignatureMismatch):
+        migrating.upsert([make_episode(2)], unit(np.random.default_rng(4), 1))
+    assert open_store(path, sig).count() == 1  # the right model still opens it
+
+
+def test_orphaned_temporary_files_are_removed_at_open(tmp_path: Path,
+                                                      sig: ModelSignature) -> None:
+    path = tmp_path / "ep"
+    store = open_store(path, sig)
+    store.upsert([make_episode(i) for i in range(3)], unit(np.random.default_rng(5), 3))
+    table = next(path.glob("episodes-*.lance"))
+    orphans = [table / "data" / ".tmpAbC123", table / "_indices" / "0000-uuid" / ".tmpXyZ789",
+               path / ".store.json.tmp-deadbeef"]
+    for orphan in orphans:
+        orphan.parent.mkdir(parents=True, exist_ok=True)
+        orphan.write_bytes(b"half a data file from a killed write")
+    stray = path / "episodes-0123456789abcdef-00000000.lance"  # an unfinished migration
+    (stray / "data").mkdir(parents=True)
+    del store
+    reopened = open_store(path, sig)
+    assert not any(o.exists() for o in orphans) and not stray.exists()
+    assert reopened.count() == 3 and table.is_dir()
+
+
+def test_reembed_swaps_everything(tmp_path: Path, sig: ModelSignature,
+                                  embedder: Embedder) -> None:
+    path = tmp_path / "ep"
+    old = other_signature(sig)
+    episodes = [make_episode(i) for i in range(40)]
+    open_store(path, old).upsert(episodes, unit(np.random.default_rng(6), 40))
+    store = open_store(path, sig, for_migration=True)
+    assert store.reembed(embedder.embed, batch_size=16) == 40
+    assert not store.needs_migration and store.signature == sig
+    assert len(list(path.glob("episodes-*.lance"))) == 1
+    assert json.loads((path / "store.json").read_text())["signature"] == sig.to_dict()
+    reopened = open_store(path, sig)
+    assert sorted(e.id for b in reopened.iter_all() for e in b) == sorted(e.id for e in episodes)
+    assert reopened.get([episodes[5].id]) == [episodes[5]]
+    stored = reopened.vectors([e.id for e in episodes])
+    fresh = embedder.embed([e.text for e in episodes])
+    np.testing.assert_allclose(np.vstack([stored[e.id] for e in episodes]), fresh, atol=1e-6)
+    with pytest.raises(SignatureMismatch):
+        open_store(path, old)
+
+
+def test_a_failed_reembed_leaves_the_old_store_intact(tmp_path: Path, sig: ModelSignature,
+                                                      embedder: Embedder) -> None:
+    path = tmp_path / "ep"
+    old = other_signature(sig)
+    episodes = [make_episode(i) for i in range(40)]
+    vectors = unit(np.random.default_rng(7), 40)
+    open_store(path, old).upsert(episodes, vectors)
+    calls = 0
+
+    def flaky(texts: list[str]) -> np.ndarray:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise RuntimeError("embedder died halfway")
+        return embedder.embed(texts)
+
+    store = open_store(path, sig, for_migration=True)
+    with pytest.raises(GrimoireError, match="halfway"):
+        store.reembed(flaky, batch_size=16)
+    assert calls == 2 and store.needs_migration
+    _assert_intact(path, old, episodes, vectors)
+
+
+def test_a_crash_mid_reembed_leaves_the_old_store_intact(tmp_path: Path,
+                                                         sig: ModelSignature) -> None:
+    path = tmp_path / "ep"
+    old = other_signature(sig)
+    episodes = [make_episode(i) for i in range(40)]
+    vectors = unit(np.random.default_rng(8), 40)
+    open_store(path, old).upsert(episodes, vectors)
+    script = textwrap.dedent(f"""
+        import os, numpy as np
+        from pathlib import Path
+        from golem.grimoire.episodes import EpisodeStore
+        from golem.grimoire.signature import ModelSignature
+        sig = ModelSignature.from_dict({sig.to_dict()!r})
+        store = EpisodeStore.open(Path({str(path)!r}), sig, index_min_rows=10_000,
+                                  for_migration=True)
+        calls = 0
+        def dying(texts):
+            global calls
+            calls += 1
+            if calls == 3:
+                os._exit(9)  # kill -9 style: no cleanup, no finally
+            v = np.ones((len(texts), 384), dtype=np.float32)
+            return v
+        store.reembed(dying, batch_size=8)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 9, done.stderr
+    assert len(list(path.glob("episodes-*.lance"))) == 2  # the half-written copy is there
+    _assert_intact(path, old, episodes, vectors)
+    assert len(list(path.glob("episodes-*.lance"))) == 1  # and gone after the reopen
+
+
+def _assert_intact(path: Path, sig: ModelSignature, episodes: list[Episode],
+                   vectors: np.ndarray) -> None:
+    store = open_store(path, sig)
+    assert store.count() == len(episodes)
+    stored = store.vectors([e.id for e in episodes])
+    np.testing.assert_allclose(np.vstack([stored[e.id] for e in episodes]), vectors, atol=1e-6)
+    assert store.get([episodes[0].id]) == [episodes[0]]
+
+
+def clustered(rng: np.random.Generator, n: int, centers: np.ndarray) -> np.ndarray:
+    picks = centers[rng.integers(0, len(centers), n)]
+    v = picks + 0.35 * rng.standard_normal(picks.shape).astype(np.float32) / np.sqrt(384)
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_index_build_keeps_recall_against_exact_search(tmp_path: Path,
+                                                       sig: ModelSignature) -> None:
+    rng = np.random.default_rng(9)
+    centers = unit(rng, 12)
+    store = open_store(tmp_path / "ep", sig, index_min_rows=300)
+    episodes = [make_episode(i, namespace="main" if i % 4 else "other") for i in range(360)]
+    vectors = clustered(rng, len(episodes), centers)
+    assert store.maybe_build_index() is False  # below index_min_rows
+    store.upsert(episodes, vectors)
+    assert store.maybe_build_index() is True
+    assert store.maybe_build_index() is False  # no growth since training
+    late = [make_episode(1000 + i) for i in range(40)]  # written after training: unindexed
+    late_vectors = clustered(rng, len(late), centers)
+    store.upsert(late, late_vectors)
+    everything, all_vectors = episodes + late, np.vstack([vectors, late_vectors])
+    mine = np.array([e.namespace == "main" for e in everything])
+    recalls = []
+    for query in clustered(rng, 25, centers):
+        exact = np.argsort(-(all_vectors @ query) + 10 * ~mine)[:10]
+        found = {e.id for e, _ in store.search_vector(query, 10, ["main"])}
+        recalls.append(len(found & {everything[i].id for i in exact}) / 10)
+    assert np.mean(recalls) >= 0.95
+    more = [make_episode(2000 + i) for i in range(40)]  # 440 rows >= 1.2 x 360: retrain
+    store.upsert(more, clustered(rng, len(more), centers))
+    assert store.maybe_build_index() is True
+
+
+def test_maintenance_folds_many_fresh_rows_into_the_text_index(tmp_path: Path,
+                                                              sig: ModelSignature) -> None:
+    store = open_store(tmp_path / "ep", sig)
+    few = [make_episode(i) for i in range(50)]
+    store.upsert(few, unit(np.random.default_rng(13), len(few)))
+    assert store.maybe_build_index() is False  # 50 unindexed rows: cheap enough to scan
+    many = [make_episode(100 + i, text=f"rebalance {i} of the vault") for i in range(1100)]
+    store.upsert(many, unit(np.random.default_rng(14), len(many)))
+    assert store.maybe_build_index() is True  # > 1,000 rows outside the FTS index
+    assert store.maybe_build_index() is False  # now they are in it
+    assert [e.id for e, _ in store.search_text("rebalance 1099", 1, ["main"])] == [many[-1].id]
+
+
+def test_bad_writes_are_refused_and_write_nothing(tmp_path: Path, sig: ModelSignature) -> None:
+    store = open_store(tmp_path / "ep", sig)
+    rng = np.random.default_rng(10)
+    ep = make_episode(1)
+    bad_vectors = [unit(rng, 1, 383), unit(rng, 2), np.full((1, 384), np.nan, np.float32),
+                   np.zeros((1, 384), np.float32)]
+    for vectors in bad_vectors:
+        with pytest.raises(InvalidMemory):
+            store.upsert([ep], vectors)
+    for episode in (dataclasses.replace(ep, payload={"x": float("nan")}),
+                    dataclasses.replace(ep, payload={"x": object()}),
+                    dataclasses.replace(ep, text="  "),
+                    dataclasses.replace(ep, curiosity=float("inf"))):
+        with pytest.raises(InvalidMemory):
+            store.upsert([episode], unit(rng, 1))
+    with pytest.raises(InvalidMemory):
+        store.search_vector(np.ones(10, np.float32), 5, ["main"])
+    with pytest.raises(InvalidMemory):
+        store.search_vector(unit(rng, 1)[0], 5, ["main"], since=float("nan"))
+    assert store.count() == 0
+
+
+def test_update_delete_and_maintenance(tmp_path: Path, sig: ModelSignature) -> None:
+    store = open_store(tmp_path / "ep", sig)
+    episodes = [make_episode(i) for i in range(6)]
+    store.upsert(episodes[:3], unit(np.random.default_rng(11), 3))
+    store.upsert(episodes[3:], unit(np.random.default_rng(12), 3))
+    a, b = episodes[0].id, episodes[1].id
+    assert store.update([a, b], importance=0.9, quality_verified=True, replay_count=2) == 2
+    assert store.increment_replay([a, "missing"]) == 1
+    got = {e.id: e for e in store.get([a, b])}
+    assert (got[a].replay_count, got[b].replay_count) == (3, 2)
+    assert got[a].importance == 0.9 and got[a].quality_verified
+    assert store.update([a], importance=None) == 1 and store.get([a])[0].importance is None
+    for bad in ({"importance": 1.5}, {"importance": float("nan")}, {"replay_count": -1},
+                {"quality_verified": "yes"}, {"text": "rewritten"}):
+        with pytest.raises(InvalidMemory):
+            store.update([a], **bad)
+    assert store.delete([a, "missing"]) == 1 and store.count() == 5
+    stats = store.optimize(older_than_s=0)
+    assert stats["before"]["fragments"] >= 2 and stats["after"]["fragments"] == 1
+    assert stats["after"]["rows"] == 5 and stats["after"]["versions"] < stats["before"]["versions"]
+    assert store.count(["main"]) == 5 and store.count(["other"]) == 0 and store.count([]) == 0
+
+
+def test_unreadable_or_corrupt_stores_raise_store_corrupt(tmp_path: Path,
+                                                          sig: ModelSignature) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    with pytest.raises(StoreCorrupt, match=re.escape(str(not_a_dir))):
+        open_store(not_a_dir, sig)
+    path = tmp_path / "ep"
+    open_store(path, sig)
+    (path / "store.json").write_text("{not json")
+    with pytest.raises(StoreCorrupt, match=re.escape("store.json")):
+        open_store(path, sig)
+    (path / "store.json").write_text(json.dumps(
+        {"format": 1, "table": "episodes-gone", "signature": sig.to_dict()}))
+    with pytest.raises(StoreCorrupt, match="episodes-gone"):
+        open_store(path, sig)
+    other = tmp_path / "ep2"
+    open_store(other, sig)
+    table = next(other.glob("episodes-*.lance"))
+    for manifest in (table / "_versions").iterdir():
+        manifest.write_bytes(b"garbage")
+    with pytest.raises(StoreCorrupt, match=re.escape(str(table))):
+        open_store(other, sig)

@@ -1,0 +1,66 @@
+"""`golem memory ...` and the daemon's Grimoire wiring, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..conftest import config_text, run_golem
+
+
+def write_config(tmp_path: Path, model_dir: Path) -> Path:
+    path = tmp_path / "golem.toml"
+    path.write_text(config_text({"golem": {"name": "golem-a", "data_dir": "data"},
+                                 "grimoire": {"model_dir": str(model_dir)},
+                                 "logging": {"format": "json", "level": "warning"}}))
+    return path
+
+
+def test_add_search_show_stats_forget(tmp_path: Path, model_dir: Path) -> None:
+    config = str(write_config(tmp_path, model_dir))
+    empty = run_golem("memory", "search", "anything", "--config", config)
+    assert empty.returncode != 0 and "golem memory add" in empty.stderr
+    added = run_golem("memory", "add", "Never LP in pools with under $100k TVL",
+                      "--type", "constraint", "--importance", "0.9", "--json", "--config", config)
+    assert added.returncode == 0, added.stderr
+    entry = json.loads(added.stdout)
+    assert entry["memory_type"] == "constraint" and entry["importance"] == 0.9
+    found = run_golem("memory", "search", "thin low-TVL pools", "--json", "--config", config)
+    assert found.returncode == 0, found.stderr
+    result = json.loads(found.stdout)
+    assert result["refused"] is False
+    assert result["hits"][0]["id"] == entry["id"]
+    assert result["hits"][0]["uri"].startswith("grimoire://golem-a/warning/")
+    assert set(result["hits"][0]["score"]) >= {"semantic", "temporal", "importance",
+                                               "emotional", "final"}
+    refused = run_golem("memory", "search", "sourdough bread recipe", "--config", config)
+    assert refused.returncode == 0 and refused.stdout.startswith("refused:")
+    shown = run_golem("memory", "show", entry["id"], "--config", config)
+    assert json.loads(shown.stdout)["text"] == "Never LP in pools with under $100k TVL"
+    stats = json.loads(run_golem("memory", "stats", "--json", "--config", config).stdout)
+    assert stats["namespace"] == "golem-a" and stats["model"]
+    bad = run_golem("memory", "add", "x", "--importance", "nan", "--config", config)
+    assert bad.returncode == 65 and "importance" in bad.stderr
+    gone = run_golem("memory", "forget", entry["id"], "--reason", "test", "--config", config)
+    assert gone.returncode == 0, gone.stderr
+    after = json.loads(run_golem("memory", "show", entry["id"], "--config", config).stdout)
+    assert after["status"] == "pruned"
+
+
+def test_daemon_opens_the_grimoire_and_registers_maintenance(tmp_path: Path,
+                                                            model_dir: Path) -> None:
+    config = str(write_config(tmp_path, model_dir))
+    ran = run_golem("run", "--config", config, "--stop-after", "1h")
+    assert ran.returncode == 0, ran.stderr
+    status = json.loads(run_golem("status", "--config", config, "--json").stdout)
+    assert status["loops"]["delta"]["handlers"] == ["grimoire-maintenance"]
+    assert status["loops"]["delta"]["ok"] == 6
+    assert (tmp_path / "data" / "grimoire.db").exists()
+
+
+def test_missing_model_stops_the_daemon_with_the_setup_command(tmp_path: Path) -> None:
+    config = str(write_config(tmp_path, tmp_path / "no-model-here"))
+    ran = run_golem("run", "--config", config, "--stop-after", "1h")
+    assert ran.returncode == 78
+    assert "scripts/setup" in ran.stderr
+    assert "no-model-here" in ran.stderr

@@ -1,0 +1,318 @@
+"""Four-factor scoring, provenance tiers, importance and hard refusal (pure math)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from golem.config import GrimoireSection
+from golem.grimoire.errors import InvalidMemory
+from golem.grimoire.records import Pad, Provenance, Source
+from golem.grimoire.scoring import (
+    BLOODSTAIN_BOOST,
+    GENERATIONAL_DECAY,
+    PROVENANCE_CONFIDENCE,
+    FourFactorWeights,
+    ScoreBreakdown,
+    emotional_congruence,
+    four_factor,
+    inherited_confidence,
+    last_touched,
+    memory_importance,
+    provenance_weight,
+    refusal,
+    score_candidate,
+    semantic_factor,
+    temporal_factor,
+)
+
+DAY = 86400.0
+unit = st.floats(min_value=0.0, max_value=1.0)
+pad_value = st.floats(min_value=-1.0, max_value=1.0)
+pads = st.builds(Pad, pad_value, pad_value, pad_value)
+generations = st.integers(min_value=0, max_value=60)
+
+
+# --- provenance -----------------------------------------------------------------------
+
+
+def test_tiers_are_the_seed_hierarchy() -> None:
+    assert dict(PROVENANCE_CONFIDENCE) == {
+        Source.SELF: 1.0, Source.CLADE: 0.4, Source.SUCCESSOR: 0.4,
+        Source.PREDECESSOR_ARCHIVE: 0.3, Source.QUERY: 0.25,
+        Source.LETHE: 0.2, Source.MARKETPLACE: 0.2,
+    }
+    assert set(PROVENANCE_CONFIDENCE) == set(Source)
+    assert GENERATIONAL_DECAY == 0.85
+    assert BLOODSTAIN_BOOST == 1.2
+
+
+def test_provenance_weight_hand_values() -> None:
+    assert provenance_weight(Provenance()) == 1.0
+    assert provenance_weight(Provenance(source=Source.CLADE)) == pytest.approx(0.4)
+    assert provenance_weight(Provenance(source=Source.MARKETPLACE)) == pytest.approx(0.2)
+    # a successor's bloodstain one generation on: 0.4 * 0.85 * 1.2 = 0.408
+    assert provenance_weight(
+        Provenance(source=Source.SUCCESSOR, generation=1, bloodstain=True)
+    ) == pytest.approx(0.408)
+    # self-learned bloodstain is the one case above 1: a rank multiplier, 1.2
+    assert provenance_weight(Provenance(bloodstain=True)) == pytest.approx(1.2)
+
+
+def test_self_with_generation_is_still_erased() -> None:
+    # generation counts from the origin for every source, SELF included
+    assert provenance_weight(Provenance(source=Source.SELF, generation=2)) == pytest.approx(
+        0.7225)
+
+
+def test_negative_generation_is_refused() -> None:
+    with pytest.raises(InvalidMemory, match="generation"):
+        provenance_weight(Provenance(generation=-1))
+    with pytest.raises(InvalidMemory, match="generation"):
+        inherited_confidence(0.5, Source.CLADE, -2)
+
+
+@given(st.sampled_from(list(Source)), generations, st.booleans())
+def test_provenance_weight_bounded_and_erased_by_generation(
+    source: Source, generation: int, bloodstain: bool
+) -> None:
+    here = provenance_weight(Provenance(source=source, generation=generation,
+                                        bloodstain=bloodstain))
+    older = provenance_weight(Provenance(source=source, generation=generation + 1,
+                                         bloodstain=bloodstain))
+    assert 0.0 <= older <= here <= 1.2
+    if not bloodstain:
+        assert here <= 1.0
+        assert here <= PROVENANCE_CONFIDENCE[source]
+
+
+def test_inherited_confidence_seed_worked_example() -> None:
+    # Seed 000: a great-grandparent's heuristic via the archive: 0.3 * 0.85^2 = 0.22
+    value = inherited_confidence(0.9, Source.PREDECESSOR_ARCHIVE, 2)
+    assert value == pytest.approx(0.21675)
+    assert round(value, 2) == 0.22
+    # Seed 000: at generation 5 an inherited heuristic keeps 44% of its confidence
+    assert inherited_confidence(1.0, Source.SELF, 5) == pytest.approx(0.4437, abs=1e-4)
+    # a low base stays below its tier
+    assert inherited_confidence(0.1, Source.CLADE, 0) == pytest.approx(0.1)
+
+
+@given(unit, st.sampled_from(list(Source)), generations)
+def test_inherited_confidence_never_exceeds_base_or_tier(
+    base: float, source: Source, generation: int
+) -> None:
+    value = inherited_confidence(base, source, generation)
+    assert 0.0 <= value <= min(base, PROVENANCE_CONFIDENCE[source])
+
+
+# --- temporal -------------------------------------------------------------------------
+
+
+def test_last_touched_takes_the_later_time() -> None:
+    assert last_touched(None, None) is None
+    assert last_touched(5.0, None) == 5.0
+    assert last_touched(None, 7.0) == 7.0
+    assert last_touched(9.0, 7.0) == 9.0
+
+
+def test_temporal_factor_half_lives() -> None:
+    now = 100 * DAY
+    assert temporal_factor(None, now, now, 7 * DAY) == 1.0
+    assert temporal_factor(None, now - 7 * DAY, now, 7 * DAY) == pytest.approx(0.5)
+    assert temporal_factor(None, now - 14 * DAY, now, 7 * DAY) == pytest.approx(0.25)
+    # a touch resets the clock; creation is only the fallback
+    assert temporal_factor(now - 7 * DAY, 0.0, now, 7 * DAY) == pytest.approx(0.5)
+    # a reference in the future (clock skew) counts as age 0
+    assert temporal_factor(now + DAY, 0.0, now, 7 * DAY) == 1.0
+
+
+def test_temporal_factor_rejects_bad_inputs() -> None:
+    with pytest.raises(InvalidMemory, match="half_life_s"):
+        temporal_factor(None, 0.0, 1.0, 0.0)
+    with pytest.raises(InvalidMemory, match="now"):
+        temporal_factor(None, 0.0, math.nan, 1.0)
+
+
+@given(st.floats(0, 1e9), st.floats(0, 1e9), st.floats(0, 1e9), st.floats(1.0, 1e8))
+def test_temporal_factor_in_unit_and_falls_with_time(
+    created: float, now: float, later: float, half_life: float
+) -> None:
+    a = temporal_factor(None, created, now, half_life)
+    b = temporal_factor(None, created, now + later, half_life)
+    assert 0.0 <= b <= a <= 1.0
+
+
+# --- emotional and semantic -----------------------------------------------------------
+
+
+def test_emotional_congruence_hand_values() -> None:
+    calm = Pad(0.5, -0.2, 0.1)
+    assert emotional_congruence(calm, calm) == pytest.approx(1.0)
+    assert emotional_congruence(calm, Pad(-0.5, 0.2, -0.1)) == pytest.approx(0.0)
+    assert emotional_congruence(Pad(1, 0, 0), Pad(0, 1, 0)) == pytest.approx(0.5)
+    # no affect on either side: neutral
+    assert emotional_congruence(Pad(), calm) == 0.5
+    assert emotional_congruence(calm, Pad()) == 0.5
+
+
+@given(pads, pads, st.floats(0.01, 1.0))
+def test_emotional_congruence_bounded_symmetric_scale_free(a: Pad, b: Pad, s: float) -> None:
+    value = emotional_congruence(a, b)
+    assert 0.0 <= value <= 1.0
+    assert value == pytest.approx(emotional_congruence(b, a))
+    scaled = Pad(a.pleasure * s, a.arousal * s, a.dominance * s)
+    if math.hypot(*scaled.as_tuple()) > 1e-9:
+        assert emotional_congruence(scaled, b) == pytest.approx(value, abs=1e-9)
+
+
+def test_semantic_factor_clamps() -> None:
+    assert semantic_factor(-0.3) == 0.0
+    assert semantic_factor(0.42) == 0.42
+    assert semantic_factor(1.0000001) == 1.0
+    with pytest.raises(InvalidMemory, match="cosine"):
+        semantic_factor(math.nan)
+
+
+# --- four factors ---------------------------------------------------------------------
+
+
+def test_weights_default_to_the_seed_and_must_sum_to_one() -> None:
+    w = FourFactorWeights()
+    assert (w.semantic, w.temporal, w.importance, w.emotional) == (0.40, 0.20, 0.25, 0.15)
+    assert FourFactorWeights.from_config(GrimoireSection()) == w
+    with pytest.raises(InvalidMemory, match="sum to 1"):
+        FourFactorWeights(0.5, 0.5, 0.5, 0.0)
+    with pytest.raises(ValueError, match=r"weights\.temporal"):
+        FourFactorWeights(0.9, -0.2, 0.3, 0.0)
+
+
+def test_four_factor_hand_value() -> None:
+    # 0.9*0.40 + 0.5*0.20 + 0.6*0.25 + 1.0*0.15 = 0.36 + 0.10 + 0.15 + 0.15 = 0.76
+    assert four_factor(0.9, 0.5, 0.6, 1.0) == pytest.approx(0.76)
+    assert four_factor(1, 1, 1, 1) == pytest.approx(1.0)
+    assert four_factor(0, 0, 0, 0) == 0.0
+    assert four_factor(1, 0, 0, 0, FourFactorWeights(1.0, 0.0, 0.0, 0.0)) == 1.0
+    with pytest.raises(ValueError, match="importance"):
+        four_factor(0.5, 0.5, 1.5, 0.5)
+
+
+@given(unit, unit, unit, unit, st.integers(0, 3), unit)
+def test_four_factor_bounded_and_monotone(
+    s: float, t: float, i: float, e: float, which: int, bump: float
+) -> None:
+    factors = [s, t, i, e]
+    value = four_factor(*factors)
+    assert 0.0 <= value <= 1.0
+    factors[which] = max(factors[which], bump)
+    assert four_factor(*factors) >= value - 1e-12
+
+
+def test_score_candidate_composes_every_factor() -> None:
+    now = 50 * DAY
+    breakdown = score_candidate(
+        cosine=0.8, last_touched=now - 7 * DAY, created_at=0.0, now=now, importance=0.6,
+        entry_pad=Pad(1, 0, 0), current_pad=Pad(0, 1, 0),
+        provenance=Provenance(source=Source.CLADE, generation=1),
+        temporal_half_life_s=7 * DAY, dense_rank=2, lexical_rank=None, fused_rrf=0.016,
+    )
+    # 0.8*0.40 + 0.5*0.20 + 0.6*0.25 + 0.5*0.15 = 0.32 + 0.10 + 0.15 + 0.075 = 0.645
+    assert breakdown.base == pytest.approx(0.645)
+    assert breakdown.provenance_weight == pytest.approx(0.4 * 0.85)
+    assert breakdown.final == pytest.approx(0.645 * 0.34)
+    assert breakdown.as_dict() == {
+        "semantic": 0.8, "temporal": pytest.approx(0.5), "importance": 0.6,
+        "emotional": pytest.approx(0.5), "base": pytest.approx(0.645),
+        "provenance_weight": pytest.approx(0.34), "final": pytest.approx(0.2193),
+        "dense_rank": 2, "lexical_rank": None, "fused_rrf": 0.016, "confidence": 1.0,
+    }
+    with pytest.raises(AttributeError):
+        breakdown.final = 1.0  # type: ignore[misc]
+
+
+@given(st.floats(-1, 1), unit, pads, pads, st.sampled_from(list(Source)), generations,
+       st.booleans())
+def test_score_candidate_final_is_base_times_weight(
+    cosine: float, importance: float, a: Pad, b: Pad, source: Source, generation: int,
+    bloodstain: bool,
+) -> None:
+    prov = Provenance(source=source, generation=generation, bloodstain=bloodstain)
+    result = score_candidate(cosine=cosine, last_touched=None, created_at=0.0, now=DAY,
+                             importance=importance, entry_pad=a, current_pad=b,
+                             provenance=prov, temporal_half_life_s=DAY)
+    assert isinstance(result, ScoreBreakdown)
+    assert result.final == pytest.approx(result.base * result.provenance_weight)
+    assert 0.0 <= result.base <= 1.0
+    assert 0.0 <= result.final <= 1.2
+
+
+# --- importance -----------------------------------------------------------------------
+
+
+def test_memory_importance_hand_values() -> None:
+    assert memory_importance(0.0, 0, 0.0) == pytest.approx(0.3)
+    assert memory_importance(0.0, 10, 1.0) == pytest.approx(1.0)
+    # 0.3 e^-1 + 0.3 * 0.5 + 0.4 = 0.1104 + 0.15 + 0.4 = 0.6604
+    assert memory_importance(30.0, 5, 1.0) == pytest.approx(0.6604, abs=1e-4)
+    # access saturates at 10
+    assert memory_importance(3.0, 10, 0.5) == memory_importance(3.0, 1000, 0.5)
+
+
+@pytest.mark.parametrize(("age", "count", "explicit", "name"), [
+    (math.nan, 0, 0.5, "age_days"),
+    (-1.0, 0, 0.5, "age_days"),
+    (1.0, -1, 0.5, "access_count"),
+    (1.0, True, 0.5, "access_count"),
+    (1.0, 0, math.nan, "explicit"),
+    (1.0, 0, 1.5, "explicit"),
+])
+def test_memory_importance_rejects_bad_inputs(
+    age: float, count: int, explicit: float, name: str
+) -> None:
+    with pytest.raises(ValueError, match=name):
+        memory_importance(age, count, explicit)
+
+
+@given(st.floats(0, 1e6), st.integers(0, 10**6), unit, st.floats(0, 1e3))
+def test_memory_importance_bounded_and_fades_with_age(
+    age: float, count: int, explicit: float, more: float
+) -> None:
+    value = memory_importance(age, count, explicit)
+    assert 0.0 <= value <= 1.0
+    assert memory_importance(age + more, count, explicit) <= value
+
+
+# --- hard refusal ---------------------------------------------------------------------
+
+
+def test_refusal_when_nothing_or_too_weak() -> None:
+    assert refusal(None, 0.3) is not None
+    assert "no candidate" in (refusal(None, 0.3) or "")
+    reason = refusal(0.12, 0.3)
+    assert reason is not None
+    assert "0.120" in reason
+    assert "0.300" in reason
+    assert refusal(math.nan, 0.3) is not None
+    assert refusal(0.3, 0.3) is None
+    assert refusal(0.9, 0.3) is None
+    with pytest.raises(ValueError, match="threshold"):
+        refusal(0.5, 1.5)
+
+
+@given(unit, unit)
+def test_refusal_exactly_below_threshold(best: float, threshold: float) -> None:
+    assert (refusal(best, threshold) is not None) == (best < threshold)
+
+
+def test_confidence_scales_the_final_score_only() -> None:
+    common = dict(cosine=0.8, last_touched=None, created_at=0.0, now=0.0, importance=0.5,
+                  entry_pad=Pad(), current_pad=Pad(), provenance=Provenance(),
+                  temporal_half_life_s=DAY)
+    sure = score_candidate(**common, confidence=1.0)  # type: ignore[arg-type]
+    doubtful = score_candidate(**common, confidence=0.25)  # type: ignore[arg-type]
+    assert doubtful.base == sure.base
+    assert doubtful.final == pytest.approx(sure.final * 0.25)
+    with pytest.raises(InvalidMemory):
+        score_candidate(**common, confidence=1.5)  # type: ignore[arg-type]
