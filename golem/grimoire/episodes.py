@@ -223,23 +223,23 @@ class EpisodeStore:
                     .to_arrow().to_pylist())
         return [(from_row(r), float(r["_score"])) for r in rows]
 
-    def search_text_with_similarity(
-            self, query: str, query_vector: np.ndarray, k: int, namespaces: Sequence[str], *,
+    def search_text_with_vectors(
+            self, query: str, k: int, namespaces: Sequence[str], *,
             since: float | None = None, until: float | None = None,
             protocol: str | None = None, category: str | None = None,
-            ) -> list[tuple[Episode, float, float]]:
-        """Like search_text, plus each row's cosine to ``query_vector``: recall needs the
-        similarity of lexical-only hits, and reading the vector here saves a second query."""
+            ) -> list[tuple[Episode, float, np.ndarray]]:
+        """Like search_text, plus each row's vector: recall needs the similarity of
+        lexical-only hits, and reading the vector here saves a second query. Needs no
+        query vector, so it can run while the query is still being embedded."""
         where = search_filter(namespaces, since, until, protocol, category)
         if k < 1 or not namespaces or not query.strip():
             return []
-        qv = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         with self._vendor("text search"):
             rows = (self._table.search(query, query_type="fts", fts_columns="text")
                     .where(where, prefilter=True).select([*ROW_COLUMNS, "vector", "_score"])
                     .limit(k).to_arrow().to_pylist())
-        return [(from_row(r), float(r["_score"]),
-                 float(np.dot(qv, np.asarray(r["vector"], dtype=np.float32)))) for r in rows]
+        return [(from_row(r), float(r["_score"]), np.asarray(r["vector"], dtype=np.float32))
+                for r in rows]
 
     def get(self, ids: Sequence[str]) -> list[Episode]:
         """Episodes for the ids that exist, in the order asked."""

@@ -39,6 +39,7 @@ from golem.grimoire.memory_file import MEMORY_FILE
 from golem.grimoire.playbook import Playbook
 from golem.grimoire.records import (
     ENTRY_TYPE_FOR_MEMORY,
+    CausalEdge,
     DecayClass,
     EntryType,
     Episode,
@@ -207,16 +208,24 @@ class Grimoire:
         pad: Pad | None = None,
     ) -> rc.RecallResult:
         """The one recall path. Returns Recall, or Refusal when memory has nothing close."""
-        from golem.grimoire.recall_engine import run_recall  # noqa: PLC0415 - keeps facade small
+        from golem.grimoire.recall_engine import (  # noqa: PLC0415 - keeps facade small
+            run_recall,
+            start_episode_text,
+        )
 
         if not 1 <= k <= 1000:
             raise InvalidMemory(f"k: must be between 1 and 1000, got {k}")
         clean = self._clean_text(query)
         namespaces = self._read_namespaces(namespace)
+        chosen = filters or rc.RecallFilters()
+        # The episode full-text search needs no vector: run it while the query embeds.
+        episode_text = (start_episode_text(self, clean, max(self.cfg.candidates, k),
+                                           namespaces, chosen)
+                        if "episode" in chosen.kinds else None)
         vector = (await self.embedder.aembed([clean]))[0]
         request = rc.RecallRequest(query=clean, vector=vector, k=k, namespaces=namespaces,
-                                   filters=filters or rc.RecallFilters(), pad=pad,
-                                   now=self._now())
+                                   filters=chosen, pad=pad, now=self._now(),
+                                   episode_text=episode_text)
         return await self._store(run_recall, self, request)
 
     async def get(self, id: str, namespace: str | None = None) -> SemanticEntry | Episode | None:
@@ -242,6 +251,23 @@ class Grimoire:
             }
 
         return await self._store(collect)
+
+    async def link(self, cause_id: str, effect_id: str, *, lag_s: float,
+                   confidence: float) -> None:
+        """Record cause -> effect between two of this golem's entries (the causal graph)."""
+        edge = CausalEdge(self._write_namespace(None), cause_id, effect_id,
+                          epoch(lag_s), unit(confidence, "confidence"))
+        await self._store(self.semantic.add_edge, edge)
+
+    async def causal_neighbors(self, entry_id: str, *, max_depth: int = 3,
+                               direction: str = "out", namespace: str | None = None,
+                               ) -> list[tuple[str, int, tuple[str, ...]]]:
+        """Entries reachable through causal links within ``max_depth`` (bounded, cycle-safe)."""
+        if direction not in ("out", "in", "both"):
+            raise InvalidMemory(f"direction: must be out, in or both, got {direction!r}")
+        namespaces = list(self._read_namespaces(namespace))
+        return await self._store(self.semantic.causal_neighbors, entry_id, max_depth,
+                                 namespaces, direction)
 
     # --- maintenance -----------------------------------------------------------------
 

@@ -11,6 +11,7 @@ refusal rather than a list of weak guesses.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -113,6 +114,8 @@ class RecallRequest:
     filters: RecallFilters
     pad: Pad | None
     now: float
+    # The episode full-text search, started before the query was embedded.
+    episode_text: Future[list[tuple[Episode, float, np.ndarray]]] | None = None
 
 
 @dataclass

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -62,13 +62,13 @@ def run_recall(g: Grimoire, req: rc.RecallRequest) -> rc.RecallResult:
     f = filters
     # The episode table's two searches run in worker threads (LanceDB releases the GIL)
     # while the semantic store is searched here.
-    dense_eps = text_eps = None
+    dense_eps = None
+    text_eps = req.episode_text
     if "episode" in f.kinds:
         dense_eps = _POOL.submit(g.episodes.search_vector, vector, n, ns, since=f.since,
                                  until=f.until, protocol=f.protocol, category=f.category)
-        text_eps = _POOL.submit(g.episodes.search_text_with_similarity, query, vector, n, ns,
-                                since=f.since, until=f.until, protocol=f.protocol,
-                                category=f.category)
+        if text_eps is None:
+            text_eps = start_episode_text(g, query, n, ns, f)
     if "entry" in f.kinds:
         take("entry", g.semantic.search_vector(
             vector, n, ns, statuses=f.statuses, entry_types=f.entry_types,
@@ -80,10 +80,10 @@ def run_recall(g: Grimoire, req: rc.RecallRequest) -> rc.RecallResult:
         take("episode", dense_eps.result(), dense=True)
         lexical = text_eps.result()
         take("episode", [(e, bm25) for e, bm25, _ in lexical], dense=False)
-        for episode, _bm25, similarity in lexical:
+        for episode, _bm25, episode_vector in lexical:
             cand = pool[f"episode:{episode.id}"]
             if cand.dense_rank is None:
-                cand.similarity = similarity
+                cand.similarity = rc.cosine(vector, episode_vector)
 
     # Fusion decides the pool: only the best-fused candidates are scored in full.
     fused = rrf(lists)[: max(3 * k, cfg.candidates)]
@@ -105,6 +105,13 @@ def run_recall(g: Grimoire, req: rc.RecallRequest) -> rc.RecallResult:
                           anti_knowledge=tuple(anti))
     return rc.Recall(query=query, namespaces=namespaces, hits=tuple(scored[:k]),
                      anti_knowledge=tuple(anti), best_similarity=best or 0.0)
+
+
+def start_episode_text(g: Grimoire, query: str, n: int, ns: Sequence[str],
+                       f: rc.RecallFilters) -> Future[list[tuple[Episode, float, np.ndarray]]]:
+    """Start the episode full-text search in a worker thread (it needs no query vector)."""
+    return _POOL.submit(g.episodes.search_text_with_vectors, query, n, list(ns),
+                        since=f.since, until=f.until, protocol=f.protocol, category=f.category)
 
 
 def _fill_similarity(g: Grimoire, vector: np.ndarray, pool: Sequence[rc.Candidate]) -> None:

@@ -378,3 +378,24 @@ def test_writes_and_forgets_are_events_and_recall_renders_agent_memory(
     assert block.count("</agent_memory>") == 1  # the stored text cannot close the block
     assert block.index("honeypot") < block.index("Never LP")  # warnings first
     assert 'type="constraint"' in block
+
+
+def test_causal_links_are_traversed_within_depth(tmp_path: Path, model_dir: Path,
+                                                  embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir)
+
+    async def body(g: Grimoire) -> None:
+        oracle = await g.remember("Chainlink ETH/USD drops more than 5%")
+        liquidations = await g.remember("Aave liquidations spike")
+        depeg = await g.remember("Stablecoin pools see heavy redemptions")
+        await g.link(oracle.id, liquidations.id, lag_s=36, confidence=0.7)
+        await g.link(liquidations.id, depeg.id, lag_s=120, confidence=0.5)
+        await g.link(depeg.id, oracle.id, lag_s=600, confidence=0.2)  # a cycle
+        one = await g.causal_neighbors(oracle.id, max_depth=1)
+        assert [(n, d) for n, d, _ in one] == [(liquidations.id, 1)]
+        two = await g.causal_neighbors(oracle.id, max_depth=5)
+        assert {n for n, _, _ in two} == {liquidations.id, depeg.id}
+        with pytest.raises(InvalidMemory):
+            await g.causal_neighbors(oracle.id, direction="sideways")
+
+    with_grimoire(cfg, embedder, body)
