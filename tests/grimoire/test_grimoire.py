@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import shutil
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -397,5 +398,23 @@ def test_causal_links_are_traversed_within_depth(tmp_path: Path, model_dir: Path
         assert {n for n, _, _ in two} == {liquidations.id, depeg.id}
         with pytest.raises(InvalidMemory):
             await g.causal_neighbors(oracle.id, direction="sideways")
+
+    with_grimoire(cfg, embedder, body)
+
+
+def test_lexical_candidates_reach_the_ranking(tmp_path: Path, model_dir: Path,
+                                              embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir, candidates=1)
+
+    async def body(g: Grimoire) -> None:
+        episodes = [swap_episode(i) for i in range(6)]
+        target = replace(episodes[3], text=episodes[3].text + " router zqxjvault")
+        await g.add_episodes([*episodes[:3], target, *episodes[4:]])
+        result = await g.recall("whale swap zqxjvault", k=3,
+                                filters=RecallFilters(kinds=("episode",)))
+        assert not result.refused
+        hit = next(h for h in result.hits if h.id == target.id)
+        assert hit.score.lexical_rank == 1  # the only row with the rare word
+        assert hit.similarity > 0  # its cosine was filled in for scoring
 
     with_grimoire(cfg, embedder, body)
