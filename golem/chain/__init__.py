@@ -1,0 +1,1 @@
+"""Chain access: the simulated market's contracts, their artifacts and decoders."""
