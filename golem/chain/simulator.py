@@ -1,0 +1,275 @@
+"""A seeded market driver: on each golem tick it moves block time and sends transactions.
+
+Actors: noise traders (small swaps), a whale (rare large swaps), an arbitrageur
+pulling the pools toward the oracle, LPs adding and removing liquidity,
+borrowers (supply WETH, borrow USDC, sometimes repay), a liquidator, and
+honeypot buyers whose sells revert (recorded, not raised).
+
+The oracle follows a regime-dependent random walk. Regimes switch by a seeded
+Markov chain evaluated once per step (rows of TRANSITIONS: from-regime, columns:
+to-regime, in REGIMES order). Calm mostly stays calm; trending and volatile
+persist for tens of steps; a crash is rare, short and decays into volatility.
+Every switch is ground truth `(golem_time, block_number, regime)`.
+
+All randomness comes from one `random.Random(seed)`, and all chain state the
+driver reads is itself a function of the seed, so the same seed and golem times
+give the same transactions, logs and block hashes.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from golem.chain.compile import load_artifacts
+from golem.chain.evm import SimulatedEvm, TxResult
+from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, WBTC_UNIT, Market
+
+REGIMES = ("calm", "trending", "volatile", "crash")
+TRANSITIONS: dict[str, tuple[float, float, float, float]] = {
+    "calm": (0.94, 0.03, 0.025, 0.005),
+    "trending": (0.05, 0.92, 0.025, 0.005),
+    "volatile": (0.05, 0.03, 0.90, 0.02),
+    "crash": (0.05, 0.0, 0.20, 0.75),
+}
+# per-step oracle log-return (drift, volatility) and transaction budget
+DRIFT_VOL: dict[str, tuple[float, float]] = {
+    "calm": (0.0, 0.002), "trending": (0.004, 0.003),
+    "volatile": (0.0, 0.012), "crash": (-0.04, 0.015),
+}
+TX_BUDGET = {"calm": 4, "trending": 6, "volatile": 8, "crash": 10}
+MAX_TX_PER_STEP = 20
+ARB_THRESHOLD = 0.005
+HEALTHY = E18
+
+
+@dataclass(frozen=True)
+class RegimeSwitch:
+    golem_time: float
+    block_number: int
+    regime: str
+
+
+@dataclass
+class StepReport:
+    golem_time: float
+    regime: str
+    oracle_price: float
+    tx_count: int = 0
+    reverted: list[tuple[str, str]] = field(default_factory=list)  # (action, tx_hash)
+    switches: list[RegimeSwitch] = field(default_factory=list)
+    first_block: int = 0
+    last_block: int = 0
+
+
+class MarketSimulator:
+    """Drive `market` on `evm` from a seed; `regime` pins the starting regime."""
+
+    def __init__(self, evm: SimulatedEvm, market: Market, seed: int,
+                 regime: str = "calm") -> None:
+        if regime not in REGIMES:
+            raise ValueError(f"unknown regime {regime!r}; expected one of {REGIMES}")
+        self.evm, self.market = evm, market
+        self.rng = random.Random(seed)  # noqa: S311 - simulation, not crypto
+        self.abi = {name: a.abi for name, a in load_artifacts().items()}
+        self.regime = regime
+        self.trend_sign = 1.0
+        self.price = market.initial_eth_usd
+        self.ground_truth: list[RegimeSwitch] = []
+        self._forced: str | None = regime
+        self._report: StepReport | None = None
+        self._token0s: dict[str, str] = {}
+
+    def force_regime(self, regime: str) -> None:
+        """Switch to `regime` at the start of the next step (tests, scenarios)."""
+        if regime not in REGIMES:
+            raise ValueError(f"unknown regime {regime!r}")
+        self._forced = regime
+
+    # --- the step --------------------------------------------------------------
+
+    def step(self, golem_time: float, dt: float) -> StepReport:
+        """Advance block time to golem_time and send at most MAX_TX_PER_STEP transactions."""
+        self.evm.set_next_block_time(golem_time)
+        start_block = self.evm.head().number + 1
+        new = self._forced if self._forced is not None else self._next_regime()
+        self._forced = None
+        switched = new != self.regime or not self.ground_truth
+        self.regime = new
+        if switched:
+            self.trend_sign = self.rng.choice((-1.0, 1.0))
+        drift, vol = DRIFT_VOL[self.regime]
+        scale = math.sqrt(max(dt, 1.0) / 10.0)  # volatilities are per 10 s tick
+        sign = self.trend_sign if self.regime == "trending" else 1.0
+        self.price *= math.exp(sign * drift * scale + vol * scale * self.rng.gauss(0.0, 1.0))
+        report = StepReport(golem_time, self.regime, self.price, first_block=start_block)
+        self._report = report
+        if switched:
+            switch = RegimeSwitch(golem_time, start_block, self.regime)
+            self.ground_truth.append(switch)
+            report.switches.append(switch)
+        self._send("oracle", self.market.oracle_eth_usd, "OracleFeed", "update",
+                   int(self.price * ORACLE_UNIT), sender=self.market.owner)
+        # automine gives each transaction its own block, one second apart at least:
+        # at most dt transactions keeps block time on the golem clock
+        budget = min(TX_BUDGET[self.regime] + self.rng.randint(-1, 1), MAX_TX_PER_STEP,
+                     max(int(dt), 3))
+        self._liquidate(budget)
+        self._arbitrage()
+        actions = (self._noise, self._whale, self._lp, self._borrower, self._honeypot)
+        weights = (6, 1 + 2 * (self.regime == "crash"), 1, 2, 1)
+        for _ in range(3 * budget):  # an action may send nothing (e.g. a broke trader)
+            if report.tx_count >= budget - 2:
+                break
+            self.rng.choices(actions, weights)[0]()
+        report.last_block = self.evm.head().number
+        return report
+
+    def _next_regime(self) -> str:
+        return self.rng.choices(REGIMES, TRANSITIONS[self.regime])[0]
+
+    def _send(self, action: str, address: str, kind: str, fn: str, *args: Any,
+              sender: str) -> TxResult:
+        result = self.evm.transact(address, self.abi[kind], fn, *args, sender=sender)
+        assert self._report is not None
+        self._report.tx_count += 1
+        if not result.ok:
+            self._report.reverted.append((action, result.tx_hash))
+        return result
+
+    def _token0(self, pool: str, kind: str) -> str:
+        if pool not in self._token0s:
+            self._token0s[pool] = str(self._call(pool, kind, "token0"))
+        return self._token0s[pool]
+
+    def _call(self, address: str, kind: str, fn: str, *args: Any) -> Any:
+        return self.evm.call(address, self.abi[kind], fn, *args)
+
+    # --- swaps ------------------------------------------------------------------
+
+    def _swap_v2(self, action: str, pair: str, token_in: str, amount: int, sender: str) -> None:
+        r0, r1, _ = self._call(pair, "PairV2", "getReserves")
+        zero_for_one = token_in == self._token0(pair, "PairV2")
+        r_in, r_out = (r0, r1) if zero_for_one else (r1, r0)
+        out = amount * 997 * r_out // (r_in * 1000 + amount * 997)
+        if out <= 0 or self._call(token_in, "ERC20", "balanceOf", sender) < amount:
+            return
+        self._send(action, token_in, "ERC20", "transfer", pair, amount, sender=sender)
+        outs = (0, out) if zero_for_one else (out, 0)
+        self._send(action, pair, "PairV2", "swap", *outs, sender, sender=sender)
+
+    def _swap_v3(self, action: str, token_in: str, amount: int, sender: str) -> None:
+        pool = self.market.pool_v3_weth_usdc
+        if amount <= 0 or self._call(token_in, "ERC20", "balanceOf", sender) < amount:
+            return
+        self._send(action, token_in, "ERC20", "transfer", pool, amount, sender=sender)
+        zero_for_one = token_in == self._token0(pool, "PoolV3Like")
+        self._send(action, pool, "PoolV3Like", "swap", sender, zero_for_one, sender=sender)
+
+    def _eth_amount(self, usd: float) -> int:
+        return int(usd / self.price * E18)
+
+    def _noise(self) -> None:
+        m, rng = self.market, self.rng
+        trader = rng.choice(m.noise_traders)
+        usd = rng.uniform(100, 5_000)
+        venue = rng.choice(("v2", "v2", "v3", "wbtc"))
+        buy = rng.random() < 0.5
+        if venue == "wbtc":
+            pair = m.pair_wbtc_usdc
+            if buy:
+                self._swap_v2("noise", pair, m.usdc.address, int(usd * USDC_UNIT), trader)
+            else:
+                self._swap_v2("noise", pair, m.wbtc.address, int(usd / 40_000 * WBTC_UNIT), trader)
+            return
+        token, amount = ((m.usdc.address, int(usd * USDC_UNIT)) if buy
+                         else (m.weth.address, self._eth_amount(usd)))
+        if venue == "v3":
+            self._swap_v3("noise", token, amount, trader)
+        else:
+            self._swap_v2("noise", m.pair_weth_usdc, token, amount, trader)
+
+    def _whale(self) -> None:
+        m = self.market
+        sell = self.regime == "crash" or self.rng.random() < 0.5
+        usd = self.rng.uniform(100_000, 400_000)
+        token, amount = ((m.weth.address, self._eth_amount(usd)) if sell
+                         else (m.usdc.address, int(usd * USDC_UNIT)))
+        self._swap_v2("whale", m.pair_weth_usdc, token, amount, m.whale)
+
+    def _arbitrage(self) -> None:
+        """Move the WETH/USDC V2 pair most of the way back to the oracle price."""
+        m = self.market
+        r_weth, r_usdc, _ = self._call(m.pair_weth_usdc, "PairV2", "getReserves")
+        pool_price = (r_usdc / USDC_UNIT) / (r_weth / E18)
+        if abs(pool_price / self.price - 1) < ARB_THRESHOLD:
+            return
+        k = r_weth * r_usdc
+        target = self.price * USDC_UNIT / E18  # raw usdc per raw weth
+        if pool_price > self.price:
+            amount = int((math.isqrt(int(k / target)) - r_weth) * 0.9)
+            self._swap_v2("arbitrage", m.pair_weth_usdc, m.weth.address, amount, m.arbitrageur)
+        else:
+            amount = int((math.isqrt(int(k * target)) - r_usdc) * 0.9)
+            self._swap_v2("arbitrage", m.pair_weth_usdc, m.usdc.address, amount, m.arbitrageur)
+
+    # --- liquidity, lending, honeypot --------------------------------------------
+
+    def _lp(self) -> None:
+        m = self.market
+        lp = self.rng.choice(m.lps)
+        pair = m.pair_weth_usdc
+        if self._call(pair, "PairV2", "balanceOf", lp) > 0 and self.rng.random() < 0.4:
+            self._send("lp", pair, "PairV2", "burn", lp, sender=lp)
+            return
+        r_weth, r_usdc, _ = self._call(pair, "PairV2", "getReserves")
+        weth = self._eth_amount(self.rng.uniform(5_000, 50_000))
+        self._send("lp", m.weth.address, "ERC20", "transfer", pair, weth, sender=lp)
+        self._send("lp", m.usdc.address, "ERC20", "transfer", pair, weth * r_usdc // r_weth,
+                   sender=lp)
+        self._send("lp", pair, "PairV2", "mint", lp, sender=lp)
+
+    def _borrower(self) -> None:
+        m = self.market
+        who = self.rng.choice(m.borrowers)
+        debt = self._call(m.lending, "LendingPool", "debtOf", who)
+        if debt > 0:
+            if self.rng.random() < 0.3 and self._call(m.usdc.address, "ERC20", "balanceOf",
+                                                      who) >= debt:
+                self._send("repay", m.lending, "LendingPool", "repay", m.usdc.address, debt, 2,
+                           who, sender=who)
+            return
+        collateral = self.rng.randint(2, 10) * E18
+        if self._call(m.weth.address, "ERC20", "balanceOf", who) < collateral:
+            return
+        self._send("borrow", m.lending, "LendingPool", "supply", m.weth.address, collateral,
+                   who, 0, sender=who)
+        held = self._call(m.lending, "LendingPool", "collateralOf", who)
+        ltv = self.rng.uniform(0.6, 0.78)
+        amount = int(held / E18 * self.price * ltv * USDC_UNIT)
+        self._send("borrow", m.lending, "LendingPool", "borrow", m.usdc.address, amount, 2, 0,
+                   who, sender=who)
+
+    def _liquidate(self, budget: int) -> None:
+        m = self.market
+        for who in m.borrowers:
+            if self._report is not None and self._report.tx_count >= budget // 2:
+                return
+            if self._call(m.lending, "LendingPool", "healthFactor", who) < HEALTHY:
+                debt = self._call(m.lending, "LendingPool", "debtOf", who)
+                self._send("liquidation", m.lending, "LendingPool", "liquidate", who, debt,
+                           sender=m.liquidator)
+
+    def _honeypot(self) -> None:
+        """Buy HONEY with WETH, then try to sell some back: the sell reverts."""
+        m = self.market
+        buyer = self.rng.choice(m.noise_traders)
+        held = self._call(m.honey.address, "Honeypot", "balanceOf", buyer)
+        if held > 0:
+            self._send("honeypot_sell", m.honey.address, "Honeypot", "transfer",
+                       m.pair_honey_weth, held // 2 + 1, sender=buyer)
+            return
+        self._swap_v2("honeypot_buy", m.pair_honey_weth, m.weth.address,
+                      int(self.rng.uniform(0.05, 0.5) * E18), buyer)
