@@ -129,6 +129,14 @@ class GrimoireSection:
     index_min_rows: int = field(default=20_000, metadata=_check(ge=256, le=10**9))
 
 
+@dataclass(frozen=True)
+class ChainSection:
+    """Where Gamma reads events. "simulated": the in-process market; "off": no capture."""
+
+    mode: Literal["simulated", "off"] = "simulated"
+    escalation_queue: int = field(default=256, metadata=_check(ge=1, le=100_000))
+
+
 def _gamma() -> LoopSection:
     return LoopSection(interval_s=10.0, deadline_s=30.0, backoff_max_s=120.0)
 
@@ -154,6 +162,7 @@ class Config:
     logging: LoggingSection = field(default_factory=LoggingSection)
     events: EventsSection = field(default_factory=EventsSection)
     grimoire: GrimoireSection = field(default_factory=GrimoireSection)
+    chain: ChainSection = field(default_factory=ChainSection)
     source: Path | None = field(default=None, metadata={"internal": True})
 
     @property

@@ -12,6 +12,7 @@ def write_config(tmp_path: Path, model_dir: Path) -> Path:
     path = tmp_path / "golem.toml"
     path.write_text(config_text({"golem": {"name": "golem-a", "data_dir": "data"},
                                  "grimoire": {"model_dir": str(model_dir)},
+                                 "chain": {"mode": "off"},
                                  "logging": {"format": "json", "level": "warning"}}))
     return path
 
