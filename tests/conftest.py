@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import settings
 
 from golem.config import Config, load_config
 from golem.logging import configure_logging
@@ -19,6 +20,13 @@ from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
 
 REPO = Path(__file__).resolve().parents[1]
+
+# CI (CI=true) runs property tests derandomized: the same examples every run, so a
+# red run is reproducible and never a roll of the dice; no per-example deadline on
+# a shared 2-core machine. Local runs keep exploring new examples.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 def toml_value(value: Any) -> str:

@@ -56,7 +56,7 @@ _LINE = re.compile(
     r"#(?P<id>[0-9a-f]{16})\) (?P<text>.*)")
 _ESC = {"\\": "\\\\", "\n": "\\n", "\r": "\\r"}
 _UNESC = {"\\": "\\", "n": "\n", "r": "\r"}
-_ESCAPED = re.compile(r"\\(u[0-9a-f]{4}|[nr\\])|\\")
+_ESCAPED = re.compile(r"\\(u[0-9a-f]{4}|U[0-9a-f]{8}|[nr\\])|\\")
 
 
 def encode_text(text: str) -> str:
@@ -66,7 +66,8 @@ def encode_text(text: str) -> str:
         if ch in _ESC:
             out.append(_ESC[ch])
         elif ch != "\t" and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
-            out.append(f"\\u{ord(ch):04x}")
+            code = ord(ch)  # astral characters (e.g. tag characters) need 8 hex digits
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
         else:
             out.append(ch)
     return "".join(out)
@@ -78,7 +79,7 @@ def decode_text(raw: str) -> str:
         seq = m.group(1)
         if seq is None:
             raise ValueError("stray backslash")
-        return chr(int(seq[1:], 16)) if seq[0] == "u" else _UNESC[seq]
+        return chr(int(seq[1:], 16)) if seq[0] in "uU" else _UNESC[seq]
     return _ESCAPED.sub(unescape, raw)
 
 

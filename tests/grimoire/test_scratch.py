@@ -266,3 +266,10 @@ def test_consume_argument_checks_and_missing_file(tmp_path: Path) -> None:
         log.consume(["a"], up_to=T0)
     with pytest.raises(InvalidMemory, match="up_to"):
         log.consume(up_to=float("nan"))
+
+
+def test_astral_format_characters_round_trip() -> None:
+    # U+E0020 (a tag character, category Cf) is escaped with 8 hex digits
+    for text in ("\U000e0020", "a\U000e0041b\u200bc", "\U0001f600 ok"):
+        assert decode_text(encode_text(text)) == text
+        assert "\n" not in encode_text(text)
