@@ -58,7 +58,7 @@ def run_cli(argv: list[str] | None = None,  # noqa: PLR0911 - one return per com
         if args.command == "memory":
             from golem.memory_cli import run_memory_command  # noqa: PLC0415 - loads numpy etc.
 
-            return run_memory_command(args, _load(args.config), sys.stdout)
+            return run_memory_command(args, load_config(args.config), sys.stdout)
     except GolemError as exc:
         _fail(str(exc), exc.exit_code)
         return exc.exit_code
@@ -70,7 +70,7 @@ def run_cli(argv: list[str] | None = None,  # noqa: PLR0911 - one return per com
 
 def _cmd_run(config_path: Path, stop_after: float | None,
              registry: HandlerRegistry | None) -> int:
-    config = _load(config_path)
+    config = load_config(config_path)
     configure_logging(config.logging.level, config.logging.format)
     log = structlog.get_logger("golem.cli")
     notifier = SystemdNotifier.from_environ()
@@ -91,7 +91,7 @@ def _cmd_run(config_path: Path, stop_after: float | None,
 
 
 def _cmd_check_config(config_path: Path, out: TextIO) -> int:
-    config = _load(config_path)
+    config = load_config(config_path)
     out.write(f"config ok: {config_path}\n{describe_config(config)}\n")
     return EXIT_OK
 
@@ -113,7 +113,7 @@ def describe_config(config: Config) -> str:
 
 
 def _cmd_status(config_path: Path, as_json: bool, out: TextIO) -> int:
-    report = collect_status(_load(config_path))
+    report = collect_status(load_config(config_path))
     out.write((json.dumps(report, indent=2, default=str) if as_json
                else render_status(report)) + "\n")
     return EXIT_OK
@@ -141,10 +141,6 @@ def starter_config(data_dir: str | None = None, model_dir: str | None = None) ->
         text, count = re.subn(rf'(?m)^{key} = ".*"$', line.replace("\\", "\\\\"), text)
         assert count == 1, f"template lost its {key} line"
     return text
-
-
-def _load(path: Path) -> Config:
-    return load_config(path)
 
 
 def _fail(message: str, code: int) -> None:

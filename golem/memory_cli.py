@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import fields, is_dataclass
 from enum import Enum
@@ -179,8 +180,6 @@ def _reembed(config: Config, out: TextIO) -> int:
 def _golem_now(config: Config) -> Callable[[], float]:
     """Golem time for CLI writes: the clock the golem itself last saw."""
     if config.clock.mode == "real":
-        import time  # noqa: PLC0415
-
         return time.time
     store = StateStore.open_readonly(config.data_dir) if config.data_dir.exists() else None
     persisted = None

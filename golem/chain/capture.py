@@ -29,6 +29,7 @@ from golem.grimoire.memory_file import atomic_write
 from golem.grimoire.records import Episode, Provenance, episode_id
 from golem.perception.beliefs import BeliefState
 from golem.perception.curiosity import curiosity_score
+from golem.perception.features import features
 from golem.perception.routing import RoutingAction, route_observation
 from golem.runtime.handlers import TickContext, TickCounters
 
@@ -90,7 +91,7 @@ class GammaCapture:
                                       "malformed": str(exc)})
             self.beliefs, obs = self.beliefs.observe(
                 event.protocol, raw.address, tick=tick,
-                continuous=_features(event), counts={"events": (1.0, 1.0)})
+                continuous=features(event.name, event.args), counts={"events": (1.0, 1.0)})
             decision = route_observation(obs, relevance=0.0)  # no positions yet
             curiosity = curiosity_score(obs.max_abs_z, obs.surprise)
             eid = episode_id(raw.chain_id, raw.block_hash, raw.log_index)
@@ -121,12 +122,6 @@ class GammaCapture:
                                          "block_number": switch.block_number,
                                          "regime": switch.regime}) + "\n")
             self._truth_written += len(truth)
-
-
-def _features(event: DecodedEvent) -> dict[str, float]:
-    from golem.perception.features import features  # noqa: PLC0415 - pure, tiny
-
-    return features(event.name, event.args)
 
 
 def _payload(event: DecodedEvent, regime: str, route: str) -> dict[str, Any]:
