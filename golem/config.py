@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from golem.chain import watch
 from golem.errors import ConfigError
 
 if sys.version_info >= (3, 11):  # noqa: UP036 - tomli is the documented fallback below 3.11
@@ -130,11 +131,37 @@ class GrimoireSection:
 
 
 @dataclass(frozen=True)
-class ChainSection:
-    """Where Gamma reads events. "simulated": the in-process market; "off": no capture."""
+class RpcSection:
+    """A JSON-RPC node (chain.mode = "rpc") and what to watch on it."""
 
-    mode: Literal["simulated", "off"] = "simulated"
+    # http(s):// for polling with eth_getLogs, ws(s):// for eth_subscribe.
+    url: str = ""
+    # The chain the node must be on (0: accept whatever it reports).
+    chain_id: int = field(default=0, metadata=_check(ge=0, lt=2**63))
+    timeout_s: float = field(default=10.0, metadata=_check(gt=0, le=300))
+    backoff_base_s: float = field(default=1.0, metadata=_check(gt=0, le=3600))
+    backoff_max_s: float = field(default=60.0, metadata=_check(gt=0, le=86400))
+    # Blocks per eth_getLogs request at most (halved while the node refuses).
+    max_log_span: int = field(default=2000, metadata=_check(ge=1, le=1_000_000))
+    # First block to capture; -1: the confirmed head when capture first starts.
+    start_block: int = field(default=-1, metadata=_check(ge=-1))
+    addresses: tuple[str, ...] = ()
+    events: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChainSection:
+    """Where Gamma reads events: the in-process market, a node over RPC, or nowhere."""
+
+    mode: Literal["simulated", "rpc", "off"] = "simulated"
     escalation_queue: int = field(default=256, metadata=_check(ge=1, le=100_000))
+    # A block is captured once this many blocks sit on top of it.
+    confirmations: int = field(default=2, metadata=_check(ge=0, le=10_000))
+    # Captured headers kept to detect reorgs; a deeper reorg halts capture.
+    reorg_window: int = field(default=64, metadata=_check(ge=1, le=100_000))
+    # Catch-up bound: blocks captured per Gamma tick at most.
+    max_blocks_per_tick: int = field(default=500, metadata=_check(ge=1, le=1_000_000))
+    rpc: RpcSection = field(default_factory=RpcSection)
 
 
 def _gamma() -> LoopSection:
@@ -225,6 +252,7 @@ def _cross_checks(cfg: Config) -> None:
     if g.namespace and not _NAMESPACE.fullmatch(g.namespace):
         raise ConfigError(f"grimoire.namespace: {g.namespace!r} is not a valid namespace "
                           "(letters, digits, '-', '_', '.'; 1-64 characters)")
+    _check_chain(cfg.chain)
     for name in LOOP_NAMES:
         loop = cfg.loop(name)
         if loop.backoff_max_s and loop.backoff_max_s < loop.interval_s:
@@ -232,6 +260,29 @@ def _cross_checks(cfg: Config) -> None:
                 f"{name}.backoff_max_s: must be 0 (no backoff) or >= {name}.interval_s "
                 f"({_fmt(loop.interval_s)}), got {_fmt(loop.backoff_max_s)}"
             )
+
+
+def _check_chain(chain: ChainSection) -> None:
+    rpc = chain.rpc
+    if rpc.url:
+        problem = watch.url_problem(rpc.url)
+        if problem:
+            raise ConfigError(f"chain.rpc.url: {problem}")
+    for key, values, check in (("addresses", rpc.addresses, watch.address_problem),
+                               ("events", rpc.events, watch.event_problem)):
+        found = watch.first_problem(values, check)
+        if found:
+            raise ConfigError(f"chain.rpc.{key}[{found[0]}]: {found[1]}")
+    if rpc.backoff_max_s < rpc.backoff_base_s:
+        raise ConfigError(f"chain.rpc.backoff_max_s: must be >= chain.rpc.backoff_base_s "
+                          f"({_fmt(rpc.backoff_base_s)}), got {_fmt(rpc.backoff_max_s)}")
+    if chain.mode == "rpc":
+        if not rpc.url:
+            raise ConfigError('chain.rpc.url: required when chain.mode = "rpc" '
+                              "(http(s):// or ws(s):// of a node)")
+        if not rpc.addresses:
+            raise ConfigError('chain.rpc.addresses: required when chain.mode = "rpc" '
+                              "(the contracts whose events Gamma captures)")
 
 
 class _WrongType(ConfigError):

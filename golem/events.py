@@ -187,3 +187,23 @@ class GrimoireForget(Event):
     ids: list[str]
     namespace: str
     reason: str
+
+
+@dataclass(frozen=True)
+class ChainReorg(Event):
+    """Captured blocks were orphaned: their episodes were deleted and the range re-captured."""
+
+    kind: ClassVar[str] = "chain:reorg"
+    chain_id: int
+    depth: int
+    common_ancestor: int
+    episodes_deleted: int
+
+
+@dataclass(frozen=True)
+class ChainHalted(Event):
+    """Capture stopped because history could not be verified (a reorg past the window)."""
+
+    kind: ClassVar[str] = "chain:halted"
+    chain_id: int
+    reason: str

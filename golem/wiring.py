@@ -3,18 +3,22 @@
 Gamma's capture, Theta's cognition and Delta's consolidation plug in here as
 they are built. Today the Grimoire opens at start-up (so a missing embedding
 model stops the golem before READY, with the set-up command in the message)
-and registers its store maintenance on Delta; with ``chain.mode = "simulated"``
-the in-process market is deployed and Gamma captures it. Theta has nothing
+and registers its store maintenance on Delta; Gamma captures the in-process
+market (``chain.mode = "simulated"``) or a node (``"rpc"``). Theta has nothing
 registered yet, and ``golem status`` says so.
 """
 
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING
 
 from golem.config import Config
 from golem.runtime.daemon import SetupContext
 from golem.runtime.handlers import HandlerRegistry
+
+if TYPE_CHECKING:
+    from golem.grimoire.grimoire import Grimoire
 
 # What each loop will do once its part exists; shown by `golem status`.
 PLANNED: dict[str, str] = {
@@ -37,14 +41,36 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
 
     grimoire = await Grimoire.open(ctx.config, now=ctx.clock.now, events=ctx.events)
     stack.push_async_callback(grimoire.close)
-    if ctx.config.chain.mode == "simulated":
-        import anyio.to_thread  # noqa: PLC0415
-
-        from golem.chain.capture import GammaCapture  # noqa: PLC0415
-        from golem.chain.source import SimulatedSource  # noqa: PLC0415
-
-        source = await anyio.to_thread.run_sync(
-            SimulatedSource.create, ctx.config.golem.seed, ctx.clock.now())
-        ctx.registry.register("gamma", GammaCapture(
-            grimoire, source, ctx.config.data_dir, ctx.config.chain.escalation_queue))
+    if ctx.config.chain.mode != "off":
+        await _setup_capture(ctx, stack, grimoire)
     ctx.registry.register("delta", GrimoireMaintenance(grimoire))
+
+
+async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimoire) -> None:
+    """Gamma's capture over the simulated market or a node over RPC."""
+    import anyio.to_thread  # noqa: PLC0415
+
+    from golem.chain.capture import GammaCapture  # noqa: PLC0415
+    from golem.chain.cursor import CaptureStore  # noqa: PLC0415
+    from golem.chain.rpc import open_reader  # noqa: PLC0415
+    from golem.chain.source import SimulatedSource  # noqa: PLC0415
+    from golem.chain.watch import WatchList  # noqa: PLC0415
+
+    chain = ctx.config.chain
+    store = await anyio.to_thread.run_sync(CaptureStore.open, ctx.config.data_dir / "chain")
+    stack.callback(store.close)
+    if chain.mode == "simulated":
+        source = await anyio.to_thread.run_sync(
+            SimulatedSource.create, ctx.config.golem.seed, ctx.clock.now(), store)
+        capture = GammaCapture(grimoire, source.reader, source.watch, store,
+                               ctx.config.data_dir, chain, ctx.events, market=source,
+                               first_block=source.first_block)
+    else:
+        rpc = chain.rpc
+        reader = open_reader(rpc.url, rpc.timeout_s, WatchList.build(rpc.addresses, rpc.events))
+        stack.push_async_callback(reader.aclose)
+        capture = GammaCapture(grimoire, reader, WatchList.build(rpc.addresses, rpc.events),
+                               store, ctx.config.data_dir, chain, ctx.events,
+                               first_block=None if rpc.start_block < 0 else rpc.start_block,
+                               expected_chain_id=rpc.chain_id)
+    ctx.registry.register("gamma", capture)

@@ -45,9 +45,45 @@ ensure_systemd_analyze() {
 ensure_systemd_analyze || true
 
 # --- npm tools -----------------------------------------------------------------
-# Later issues add anvil here (a real local EVM node for RPC-mode tests), e.g.:
-#   npm install --no-save --no-audit --no-fund @foundry-rs/anvil-linux-amd64
-#   (into "$ROOT/node_modules"; run node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil
-#   directly; skip when already installed at the pinned version)
-# Not installed yet.
+# anvil: a real local EVM node for RPC-mode tests (golem/testing/anvil.py). The
+# npm package ships one static binary; we run it directly, never through npx.
+# Installed into "$ROOT/node_modules" (git-ignored), skipped when already there at
+# the pinned version. Tests need it: a failed install fails the run, log shown.
+ANVIL_PKG="@foundry-rs/anvil-linux-amd64"
+ANVIL_VERSION="1.7.1"
+ANVIL_DIR="$ROOT/node_modules/$ANVIL_PKG"
+ensure_anvil() {
+    local installed=""
+    if [[ -f "$ANVIL_DIR/package.json" ]]; then
+        installed="$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$ANVIL_DIR/package.json" | head -n1)"
+    fi
+    if [[ "$installed" == "$ANVIL_VERSION" && -f "$ANVIL_DIR/bin/anvil" ]]; then
+        chmod +x "$ANVIL_DIR/bin/anvil"
+        return 0
+    fi
+    if ! command -v npm >/dev/null 2>&1; then
+        say "FAILED step: anvil: npm not found (install Node.js >= 20 and npm)"
+        return 1
+    fi
+    say "installing $ANVIL_PKG@$ANVIL_VERSION into node_modules${installed:+ (found $installed)}..."
+    local log
+    log="$(mktemp)"
+    if ! timeout 600 npm install --no-save --no-audit --no-fund --prefix "$ROOT" \
+            "$ANVIL_PKG@$ANVIL_VERSION" >"$log" 2>&1 \
+        || [[ ! -f "$ANVIL_DIR/bin/anvil" ]]; then
+        say "FAILED step: anvil install; npm log ($log):"
+        cat "$log" >&2
+        return 1
+    fi
+    chmod +x "$ANVIL_DIR/bin/anvil"
+    if ! "$ANVIL_DIR/bin/anvil" --version >>"$log" 2>&1; then
+        say "FAILED step: anvil installed but does not run; log ($log):"
+        cat "$log" >&2
+        return 1
+    fi
+    rm -f "$log"
+    say "anvil $ANVIL_VERSION installed"
+}
+ensure_anvil || exit 1
+export GOLEM_ANVIL="$ANVIL_DIR/bin/anvil"
 # -------------------------------------------------------------------------------

@@ -37,12 +37,19 @@ def test_init_template_is_the_shipped_bardo_toml() -> None:
 def test_annotated_example_sets_every_option() -> None:
     """config/example.toml must mention every key the loader accepts."""
     example = tomllib.loads((REPO / "config" / "example.toml").read_text())
-    hints = typing.get_type_hints(Config)
-    for section in dataclasses.fields(Config):
-        if section.metadata.get("internal"):
-            continue
-        keys = {f.name for f in dataclasses.fields(hints[section.name])}
-        assert set(example.get(section.name, {})) == keys, section.name
+
+    def check(cls: type, table: dict[str, object], where: str) -> None:
+        hints = typing.get_type_hints(cls)
+        keys = {f.name for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+        assert set(table) == keys, where or "top level"
+        for name in keys:
+            hint = hints[name]
+            if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+                sub = table[name]
+                assert isinstance(sub, dict)
+                check(hint, sub, f"{where}{name}.")
+
+    check(Config, example, "")
     load_config(REPO / "config" / "example.toml")
 
 
@@ -56,6 +63,17 @@ def test_empty_file_gives_defaults() -> None:
     ("text", "message"),
     [
         ("[theta]\ninterval_s = -5", "theta.interval_s: must be > 0, got -5"),
+        ('[chain]\nmode = "rpc"', "chain.rpc.url: required when"),
+        ('[chain]\nmode = "rpc"\n[chain.rpc]\nurl = "http://127.0.0.1:8545"',
+         "chain.rpc.addresses: required when"),
+        ('[chain.rpc]\nurl = "ftp://node"', "chain.rpc.url: 'ftp://node': the scheme must be"),
+        ('[chain.rpc]\nurl = "http://:8545"', "chain.rpc.url: 'http://:8545' has no host"),
+        ('[chain.rpc]\naddresses = ["0x' + "ab" * 20 + '", "0x12"]',
+         "chain.rpc.addresses[1]: '0x12' is not a 0x address"),
+        ('[chain.rpc]\nevents = ["Swap(address"]', "chain.rpc.events[0]: 'Swap(address' is"),
+        ("[chain]\nconfirmations = -1", "chain.confirmations: must be >= 0, got -1"),
+        ("[chain.rpc]\nbackoff_base_s = 10\nbackoff_max_s = 5",
+         "chain.rpc.backoff_max_s: must be >= chain.rpc.backoff_base_s"),
         ("[gamma]\ndeadline_s = 0", "gamma.deadline_s: must be > 0, got 0"),
         ("[theta]\ninterval_s = \"ten\"", 'theta.interval_s: must be a number, got "ten"'),
         ("[theta]\ninterval_s = true", "theta.interval_s: must be a number, got true"),

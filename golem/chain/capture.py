@@ -1,18 +1,25 @@
-"""Gamma's capture handler: chain logs in, faithful episodes out, one batch per tick.
+"""Gamma's capture handler: confirmed chain logs in, faithful episodes out, one batch per tick.
 
-Each tick: advance the source to golem time (simulated mode), decode every new
-watched log (an undecodable one is kept raw, never dropped), render it, let
-perception score it (beliefs per protocol and contract, Bayesian surprise,
-curiosity, EFE routing), and write all of the tick's episodes in one Grimoire
-call. Episode ids come from (chain id, block hash, log index), so a replayed log
-never duplicates. Escalated events go into a bounded queue that Theta will read.
-Beliefs and the market's regime ground truth are written beside the data after
-the episodes, so comparing detected and true regimes needs only the data dir.
+Each tick: (simulated mode) drive the market to golem time; then one follower
+round over the chain reader. A `Captured` round decodes every watched log (an
+undecodable one is kept raw, never dropped), renders it with token metadata read
+from the chain, lets perception score it (beliefs per protocol and contract,
+Bayesian surprise, curiosity, EFE routing), writes all of the round's episodes
+in one Grimoire call, and only then commits the reorg window (whose top is the
+cursor). A `Rewound` round deletes the orphaned blocks' episodes, commits the
+rewound window, emits `chain:reorg` and polls again. Episode ids come from
+(chain id, block hash, log index), so a re-captured log never duplicates.
+
+A node that fails (down, slow, malformed answers) costs a warning and a jittered
+backoff on the golem clock; nothing is written until it answers again. A reorg
+deeper than the window halts capture: every later tick fails loudly with the
+reason instead of rewriting history.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +28,21 @@ from typing import Any
 import anyio.to_thread
 import structlog
 
+from golem.chain.backoff import Backoff
+from golem.chain.cursor import CaptureStore
 from golem.chain.decoding import DecodedEvent, MalformedLog, RawLog, decode
+from golem.chain.follower import Captured, ChainFollower, Idle, Rewound
+from golem.chain.jsonrpc import RpcError
+from golem.chain.ranges import RangeRefusedError
+from golem.chain.reader import ChainReader
 from golem.chain.render import render
+from golem.chain.reorg import DeepReorgError
 from golem.chain.source import SimulatedSource
+from golem.chain.tokens import TokenDirectory
+from golem.chain.watch import WatchList
+from golem.config import ChainSection
+from golem.errors import EXIT_SOFTWARE, GolemError
+from golem.events import ChainHalted, ChainReorg, EventBus
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.memory_file import atomic_write
 from golem.grimoire.records import Episode, Provenance, episode_id
@@ -38,6 +57,13 @@ log = structlog.get_logger("golem.capture")
 CHAIN_DIR = "chain"
 BELIEFS_FILE = "beliefs.json"
 GROUND_TRUTH_FILE = "ground_truth.jsonl"
+MAX_REWINDS_PER_TICK = 4
+
+
+class CaptureHalted(GolemError):
+    """Capture stopped for good in this run: history could not be trusted."""
+
+    exit_code = EXIT_SOFTWARE
 
 
 @dataclass(frozen=True)
@@ -52,82 +78,193 @@ class Escalation:
 @dataclass
 class GammaCapture:
     grimoire: Grimoire
-    source: SimulatedSource
+    reader: ChainReader
+    watch: WatchList
+    store: CaptureStore
     data_dir: Path
-    queue_size: int = 256
+    chain: ChainSection
+    events: EventBus | None = None
+    market: SimulatedSource | None = None
+    first_block: int | None = None
+    expected_chain_id: int = 0
     name: str = "chain-capture"
     beliefs: BeliefState = field(default_factory=BeliefState)
     escalations: deque[Escalation] = field(init=False)
-    _truth_written: int = 0
-    _last_time: float | None = None
+    follower: ChainFollower | None = field(init=False, default=None)
+    chain_id: int | None = field(init=False, default=None)
+    halted: str | None = field(init=False, default=None)
+    _truth_written: int = field(init=False, default=0)
+    _last_time: float | None = field(init=False, default=None)
+    _retry_at: float = field(init=False, default=float("-inf"))
 
     def __post_init__(self) -> None:
-        self.escalations = deque(maxlen=self.queue_size)
+        self.escalations = deque(maxlen=self.chain.escalation_queue)
         self.beliefs = _load_beliefs(self.data_dir / CHAIN_DIR / BELIEFS_FILE)
+        self.directory = TokenDirectory(self.reader.eth_call)
+        self.backoff = Backoff(self.chain.rpc.backoff_base_s, self.chain.rpc.backoff_max_s)
+        self._rng = random.Random()  # noqa: S311 - jitter, not crypto
+        self._truth_written = _count_lines(self.data_dir / CHAIN_DIR / GROUND_TRUTH_FILE)
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
+        if self.halted:
+            raise CaptureHalted(self.halted)
         now = ctx.clock.now()
-        dt = now - self._last_time if self._last_time is not None else 10.0
-        self._last_time = now
-        batch = await anyio.to_thread.run_sync(self.source.advance, now, max(dt, 1.0))
-        episodes, escalated = self._perceive(batch.logs, ctx.tick, now)
-        stored = await self.grimoire.add_episodes(episodes) if episodes else 0
-        await anyio.to_thread.run_sync(self._persist)
-        return {"logs": len(batch.logs), "episodes": stored, "escalated": escalated,
-                "reverted": len(batch.step.reverted), "head": batch.head}
+        counters: dict[str, int | float] = {}
+        if self.market is not None:
+            dt = now - self._last_time if self._last_time is not None else 10.0
+            self._last_time = now
+            step = await anyio.to_thread.run_sync(self.market.advance, now, max(dt, 1.0))
+            counters["reverted"] = len(step.reverted)
+            await anyio.to_thread.run_sync(self._write_ground_truth)
+        if now < self._retry_at:
+            return {**counters, "waiting": 1}
+        try:
+            counters.update(await self._capture(ctx, now))
+        except (RpcError, RangeRefusedError) as exc:
+            delay = self.backoff.next_delay(self._rng)
+            self._retry_at = now + delay
+            log.warning("chain node unavailable; backing off", error=str(exc),
+                        attempt=self.backoff.attempt, retry_in_s=round(delay, 2))
+            return {**counters, "node_errors": 1}
+        except DeepReorgError as exc:
+            self.halted = str(exc)
+            log.error("capture halted", reason=self.halted)
+            if self.events is not None:
+                self.events.emit(ChainHalted(self.chain_id or 0, self.halted))
+            raise
+        self.backoff.reset()
+        return counters
 
-    def _perceive(self, logs: tuple[RawLog, ...], tick: int,
-                  now: float) -> tuple[list[Episode], int]:
+    async def _follower(self) -> ChainFollower:
+        if self.follower is None:
+            chain_id = await self.reader.chain_id()
+            if self.expected_chain_id and chain_id != self.expected_chain_id:
+                self.halted = (f"chain.rpc.chain_id: the node reports chain {chain_id}, "
+                               f"configured {self.expected_chain_id}; capture halted")
+                log.error("capture halted", reason=self.halted)
+                raise CaptureHalted(self.halted)
+            window, first = await anyio.to_thread.run_sync(
+                self.store.load, chain_id, self.chain.reorg_window)
+            self.chain_id = chain_id
+            self.follower = ChainFollower(
+                self.reader, self.watch, window=window,
+                first_block=first if first is not None else self.first_block,
+                confirmations=self.chain.confirmations,
+                max_blocks=self.chain.max_blocks_per_tick,
+                max_log_span=self.chain.rpc.max_log_span)
+            log.info("capture following the chain", chain_id=chain_id, cursor=window.cursor,
+                     first_block=self.follower.first_block)
+        return self.follower
+
+    async def _capture(self, ctx: TickContext, now: float) -> dict[str, int | float]:
+        follower = await self._follower()
+        assert self.chain_id is not None
+        for _ in range(MAX_REWINDS_PER_TICK):
+            round_ = await follower.poll()
+            match round_:
+                case Idle(head=head):
+                    return {"head": head, "logs": 0}
+                case Rewound():
+                    await self._rewind(follower, round_, now)
+                case Captured():
+                    return await self._store(follower, round_, ctx.tick, now)
+        return {"rewinds": MAX_REWINDS_PER_TICK}
+
+    async def _rewind(self, follower: ChainFollower, round_: Rewound, now: float) -> None:
+        assert self.chain_id is not None
+        deleted = await self.grimoire.drop_chain_episodes(self.chain_id, round_.common_ancestor)
+        await anyio.to_thread.run_sync(self.store.commit, self.chain_id, round_.window,
+                                       round_.first_block, now)
+        follower.accept(round_)
+        log.warning("chain reorg: re-capturing", depth=round_.depth,
+                    common_ancestor=round_.common_ancestor, episodes_deleted=deleted)
+        if self.events is not None:
+            self.events.emit(ChainReorg(self.chain_id, round_.depth, round_.common_ancestor,
+                                        deleted))
+
+    async def _store(self, follower: ChainFollower, round_: Captured, tick: int,
+                     now: float) -> dict[str, int | float]:
+        assert self.chain_id is not None
+        beliefs, episodes, escalated = await self._perceive(round_.logs, tick, now)
+        stored = await self.grimoire.add_episodes(episodes) if episodes else 0
+        await anyio.to_thread.run_sync(self.store.commit, self.chain_id, round_.window,
+                                       round_.first_block, now)
+        follower.accept(round_)
+        self.beliefs = beliefs
+        self.escalations.extend(escalated)
+        await anyio.to_thread.run_sync(self._write_beliefs)
+        return {"head": round_.head, "cursor": round_.last, "logs": len(round_.logs),
+                "episodes": stored, "escalated": len(escalated)}
+
+    async def _perceive(self, logs: tuple[RawLog, ...], tick: int, now: float,
+                        ) -> tuple[BeliefState, list[Episode], list[Escalation]]:
+        beliefs = self.beliefs
         episodes: list[Episode] = []
-        escalated = 0
+        escalated: list[Escalation] = []
         for raw in logs:
-            try:
-                event = decode(raw)
-            except MalformedLog as exc:
-                log.warning("malformed log kept raw", tx=raw.tx_hash, error=str(exc))
-                event = DecodedEvent("unknown", "unknown", "unknown", "", raw.address, {},
-                                     {"topic0": raw.topics[0] if raw.topics else None,
-                                      "topics": list(raw.topics), "data": raw.data,
-                                      "malformed": str(exc)})
-            self.beliefs, obs = self.beliefs.observe(
+            event = _decode(raw)
+            beliefs, obs = beliefs.observe(
                 event.protocol, raw.address, tick=tick,
                 continuous=features(event.name, event.args), counts={"events": (1.0, 1.0)})
             decision = route_observation(obs, relevance=0.0)  # no positions yet
             curiosity = curiosity_score(obs.max_abs_z, obs.surprise)
             eid = episode_id(raw.chain_id, raw.block_hash, raw.log_index)
             if decision.action is RoutingAction.ESCALATE:
-                self.escalations.append(Escalation(eid, curiosity, decision.reason))
-                escalated += 1
+                escalated.append(Escalation(eid, curiosity, decision.reason))
+            text = render(event, await self.directory.meta_for(event))
             episodes.append(Episode(
                 id=eid, namespace=self.grimoire.namespace, chain_id=raw.chain_id,
                 block_number=raw.block_number, block_hash=raw.block_hash,
                 log_index=raw.log_index, tx_hash=raw.tx_hash, tick=tick, observed_at=now,
-                category=event.category, protocol=event.protocol,
-                text=render(event, self.source.meta_for(raw.address)),
+                category=event.category, protocol=event.protocol, text=text,
                 payload=_payload(event, obs.regime.value, decision.action.value),
                 curiosity=curiosity,
                 provenance=Provenance(author=self.grimoire.namespace, process="gamma",
                                       verified=True)))
-        return episodes, escalated
+        return beliefs, episodes, escalated
 
-    def _persist(self) -> None:
+    def _write_beliefs(self) -> None:
         folder = self.data_dir / CHAIN_DIR
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / BELIEFS_FILE, json.dumps(self.beliefs.to_dict()).encode())
-        truth = self.source.ground_truth[self._truth_written:]
-        if truth:
-            with (folder / GROUND_TRUTH_FILE).open("a", encoding="utf-8") as fh:
-                for switch in truth:
-                    fh.write(json.dumps({"golem_time": switch.golem_time,
-                                         "block_number": switch.block_number,
-                                         "regime": switch.regime}) + "\n")
-            self._truth_written += len(truth)
+
+    def _write_ground_truth(self) -> None:
+        """The market's regime switches, for comparing with what perception detected."""
+        assert self.market is not None
+        truth = self.market.ground_truth
+        if len(truth) == self._truth_written:
+            return
+        folder = self.data_dir / CHAIN_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = [json.dumps({"golem_time": s.golem_time, "block_number": s.block_number,
+                             "regime": s.regime}) for s in truth]
+        atomic_write(folder / GROUND_TRUTH_FILE, ("\n".join(lines) + "\n").encode())
+        self._truth_written = len(truth)
+
+
+def _decode(raw: RawLog) -> DecodedEvent:
+    try:
+        return decode(raw)
+    except MalformedLog as exc:
+        log.warning("malformed log kept raw", tx=raw.tx_hash, error=str(exc))
+        return DecodedEvent("unknown", "unknown", "unknown", "", raw.address, {},
+                            {"topic0": raw.topics[0] if raw.topics else None,
+                             "topics": list(raw.topics), "data": raw.data,
+                             "malformed": str(exc)})
 
 
 def _payload(event: DecodedEvent, regime: str, route: str) -> dict[str, Any]:
     return {"event": event.name, "signature": event.signature, "address": event.address,
             "args": dict(event.args),  # exact ints, JSON-safe in Python
             "raw": event.raw, "perceived_regime": regime, "route": route}
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return sum(1 for _ in fh)
+    except FileNotFoundError:
+        return 0
 
 
 def _load_beliefs(path: Path) -> BeliefState:

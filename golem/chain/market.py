@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from golem.chain.compile import Artifact, load_artifacts
-from golem.chain.evm import ChainError, SimulatedEvm
+from golem.chain.evm import ChainError, Web3Evm
 
 E18 = 10**18
 USDC_UNIT = 10**6
@@ -74,7 +74,7 @@ class Market:
 
 
 class _Deployer:
-    def __init__(self, evm: SimulatedEvm, artifacts: dict[str, Artifact]) -> None:
+    def __init__(self, evm: Web3Evm, artifacts: dict[str, Artifact]) -> None:
         self.evm = evm
         self.artifacts = artifacts
         self.owner = evm.accounts[0]
@@ -102,7 +102,7 @@ class _Deployer:
         return address
 
 
-def deploy_market(evm: SimulatedEvm, seed: int) -> Market:
+def deploy_market(evm: Web3Evm, seed: int) -> Market:
     """Deploy and fund the market; the seed jitters the opening ETH price."""
     d = _Deployer(evm, load_artifacts())
     accounts = evm.accounts

@@ -188,6 +188,15 @@ class EpisodeStore:
                 done += int(self._table.delete(sql_in("id", chunk)).num_deleted_rows)
         return done
 
+    def delete_chain_above(self, chain_id: int, block_number: int) -> list[str]:
+        """Remove the episodes of one chain above a block (a reorg orphaned them)."""
+        where = f"chain_id = {int(chain_id)} AND block_number > {int(block_number)}"
+        with self._write_lock, self._vendor("delete"):
+            ids = [str(r["id"]) for r in self._rows(where, ["id"], limit=2**31 - 1)]
+            if ids:
+                self._table.delete(where)
+        return ids
+
     # ----- reads ----------------------------------------------------------------------------
 
     def search_vector(self, vector: np.ndarray, k: int, namespaces: Sequence[str], *,

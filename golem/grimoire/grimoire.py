@@ -295,6 +295,15 @@ class Grimoire:
             self._emit(GrimoireForget([id], ns, reason))
         return dropped
 
+    async def drop_chain_episodes(self, chain_id: int, above_block: int) -> int:
+        """Delete the episodes of blocks a chain reorg orphaned; logged like any forgetting."""
+        ids = await self._store(self.episodes.delete_chain_above, chain_id, above_block)
+        if ids:
+            log.info("episodes of orphaned blocks forgotten", chain_id=chain_id,
+                     above_block=above_block, count=len(ids))
+            self._emit(GrimoireForget(ids, self.namespace, "chain reorg"))
+        return len(ids)
+
     async def reinforce(self, id: str, *, useful: bool, namespace: str | None = None) -> None:
         """Testing effect: a recalled entry confirmed useful gains confidence."""
         self._write_namespace(namespace)

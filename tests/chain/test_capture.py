@@ -1,4 +1,4 @@
-"""Gamma capture end to end: the simulated market, perception, and the Grimoire."""
+"""Gamma capture end to end: the simulated market, perception, the Grimoire, restarts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from pathlib import Path
 
 import anyio
 
-from golem.config import load_config
+from golem.chain.capture import GammaCapture
+from golem.chain.cursor import CaptureStore
+from golem.config import Config, load_config
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import episode_id
 from golem.logging import configure_logging
@@ -22,46 +24,86 @@ from ..conftest import REPO, config_text
 MODEL = REPO / "models" / "all-minilm-l6-v2-int8"
 
 
-def test_capture_writes_every_watched_log_once_with_beliefs_and_ground_truth(
+def _run(config: Config, seconds: float) -> GammaCapture:
+    registry = HandlerRegistry()
+    daemon = Daemon(config, registry, stop_after=seconds, setup=setup)
+    configure_logging("warning", "json", io.StringIO())
+    assert anyio.run(daemon.run, backend_options={"use_uvloop": True}) == 0
+    assert [h.name for h in registry.for_loop("gamma")] == ["chain-capture"]
+    capture = registry.for_loop("gamma")[0]
+    assert isinstance(capture, GammaCapture)
+    return capture
+
+
+def _stored_ids(config: Config) -> set[str]:
+    async def read() -> set[str]:
+        g = await Grimoire.open(config, now=lambda: 0.0)
+        try:
+            return {e.id for batch in g.episodes.iter_all() for e in batch}
+        finally:
+            await g.close()
+
+    return anyio.run(read)
+
+
+def _confirmed_watched(capture: GammaCapture) -> set[str]:
+    """Episode ids the chain says capture owes: watched logs from the first market block
+    up to the committed cursor (blocks above it are not confirmed yet)."""
+    assert capture.market is not None and capture.follower is not None
+    evm, cursor = capture.market.evm, capture.follower.cursor
+    assert cursor is not None
+    logs = evm.get_logs(capture.market.first_block, cursor)
+    return {episode_id(log.chain_id, log.block_hash, log.log_index) for log in logs
+            if capture.watch.matches(log.address, log.topics[0] if log.topics else None)}
+
+
+def test_capture_writes_every_confirmed_watched_log_once_and_survives_a_restart(
         tmp_path: Path) -> None:
     path = tmp_path / "golem.toml"
     path.write_text(config_text({"golem": {"data_dir": "data", "seed": 7},
                                  "grimoire": {"model_dir": str(MODEL)},
                                  "logging": {"format": "json", "level": "warning"}}))
     config = load_config(path)
-    registry = HandlerRegistry()
-    daemon = Daemon(config, registry, stop_after=300, setup=setup)
-    configure_logging("warning", "json", io.StringIO())
-    assert anyio.run(daemon.run, backend_options={"use_uvloop": True}) == 0
-    assert [h.name for h in registry.for_loop("gamma")] == ["chain-capture"]
-    capture = registry.for_loop("gamma")[0]
-    source = capture.source  # type: ignore[attr-defined]
-    on_chain = [log for log in source.evm.get_logs(0, source.evm.head().number)
-                if log.address.lower() in source.watched]
-    deploy_block = min(s.block_number for s in source.ground_truth)
-    captured_logs = [log for log in on_chain if log.block_number >= deploy_block]
-    assert daemon.loops[0].counters.ticks == 30
+    first = _run(config, 300)
+    assert first.market is not None and first.follower is not None
+    expected = _confirmed_watched(first)
+    assert _stored_ids(config) == expected and len(expected) > 30
+    # the cursor sits `confirmations` below the head: the newest blocks wait
+    head = first.market.evm.head().number
+    assert first.follower.cursor == head - config.chain.confirmations
+    hashes = [first.market.evm.block(n).hash for n in range(1, head + 1)]
 
-    async def check() -> None:
+    second = _run(config, 300)  # replays the journalled market, then goes on
+    assert second.market is not None and second.follower is not None
+    assert [second.market.evm.block(n).hash for n in range(1, head + 1)] == hashes
+    expected = _confirmed_watched(second)
+    assert _stored_ids(config) == expected
+    store = CaptureStore.open(config.data_dir / "chain")
+    try:
+        window, _ = store.load(second.market.chain_id, config.chain.reorg_window)
+    finally:
+        store.close()
+    assert window.cursor == second.follower.cursor
+
+    async def recall() -> None:
         g = await Grimoire.open(config, now=lambda: 0.0)
         try:
-            stored = {e.id for batch in g.episodes.iter_all() for e in batch}
-            expected = {episode_id(log.chain_id, log.block_hash, log.log_index)
-                        for log in captured_logs}
-            assert stored == expected and len(stored) > 30  # every watched log, once
             result = await g.recall("a Uniswap V2 swap of WETH for USDC", k=3,
                                     namespace=g.namespace)
             assert not result.refused
             assert any("Swap" in h.text for h in result.hits)
+            assert any("WETH" in h.text and "USDC" in h.text for h in result.hits)
             top = result.hits[0].record
             assert top.payload["route"] in ("escalate", "update_silently", "discard")
         finally:
             await g.close()
 
-    anyio.run(check)
+    anyio.run(recall)
     chain_dir = config.data_dir / "chain"
     beliefs = BeliefState.from_dict(json.loads((chain_dir / "beliefs.json").read_text()))
     assert len(beliefs.channels) >= 4
     truth = [json.loads(line) for line in
              (chain_dir / "ground_truth.jsonl").read_text().splitlines()]
-    assert truth[0]["regime"] == "calm" and truth[0]["block_number"] == deploy_block
+    assert truth[0]["regime"] == "calm"
+    assert truth[0]["block_number"] == second.market.first_block
+    assert [t["golem_time"] for t in truth] == sorted(t["golem_time"] for t in truth)

@@ -1,0 +1,120 @@
+"""Capture's durable state: the reorg window (whose top is the cursor) per chain, and
+the simulated market's step journal.
+
+Its own SQLite file (data/chain/capture.db, WAL, synchronous=FULL) so capture
+commits on its own schedule, after its episodes, without sharing the runtime's
+connection. Episodes are written first and the window after: a crash between the
+two re-captures a few blocks into ids that already exist, which is a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from golem.chain.reorg import BlockWindow
+from golem.errors import StateError
+
+CAPTURE_DB = "capture.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS capture (
+    chain_id INTEGER PRIMARY KEY,
+    window TEXT NOT NULL,
+    first_block INTEGER NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sim_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sim_steps (
+    seq INTEGER PRIMARY KEY,
+    golem_time REAL NOT NULL,
+    dt REAL NOT NULL
+);
+"""
+
+
+class CaptureStore:
+    """One connection, used from one worker thread at a time."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, folder: Path) -> CaptureStore:
+        path = folder / CAPTURE_DB
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise StateError(f"{path}: cannot open the capture store: {exc}") from None
+        return cls(conn, path)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def load(self, chain_id: int, window_size: int) -> tuple[BlockWindow, int | None]:
+        """The stored window (resized to `window_size`) and first block, or an empty one."""
+        row = self._one("SELECT window, first_block FROM capture WHERE chain_id = ?",
+                        (chain_id,))
+        if row is None:
+            return BlockWindow(window_size), None
+        try:
+            stored = BlockWindow.from_dict(json.loads(row[0]))
+        except ValueError as exc:
+            raise StateError(f"{self.path}: stored window unreadable: {exc}") from None
+        return BlockWindow(window_size, stored.headers[-window_size:]), int(row[1])
+
+    def commit(self, chain_id: int, window: BlockWindow, first_block: int, now: float) -> None:
+        """Persist the window (its top is the cursor) in one durable transaction."""
+        self._write(
+            "INSERT INTO capture (chain_id, window, first_block, updated_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(chain_id) DO UPDATE SET window = excluded.window, "
+            "first_block = excluded.first_block, updated_at = excluded.updated_at",
+            (chain_id, json.dumps(window.to_dict()), first_block, now))
+
+    # --- the simulated market's journal ----------------------------------------------
+
+    def sim_meta(self, key: str) -> str | None:
+        row = self._one("SELECT value FROM sim_meta WHERE key = ?", (key,))
+        return None if row is None else str(row[0])
+
+    def set_sim_meta(self, key: str, value: str) -> None:
+        self._write("INSERT OR REPLACE INTO sim_meta (key, value) VALUES (?, ?)", (key, value))
+
+    def sim_steps(self) -> list[tuple[float, float]]:
+        try:
+            rows = self._conn.execute(
+                "SELECT golem_time, dt FROM sim_steps ORDER BY seq").fetchall()
+        except sqlite3.Error as exc:
+            raise StateError(f"{self.path}: read failed: {exc}") from None
+        return [(float(t), float(dt)) for t, dt in rows]
+
+    def append_sim_step(self, golem_time: float, dt: float) -> None:
+        """Journal a market step before it runs, so a restart can replay the same chain."""
+        self._write("INSERT INTO sim_steps (golem_time, dt) VALUES (?, ?)", (golem_time, dt))
+
+    def _one(self, sql: str, args: tuple[object, ...]) -> tuple[Any, ...] | None:
+        try:
+            row: tuple[Any, ...] | None = self._conn.execute(sql, args).fetchone()
+        except sqlite3.Error as exc:
+            raise StateError(f"{self.path}: read failed: {exc}") from None
+        return row
+
+    def _write(self, sql: str, args: tuple[object, ...]) -> None:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute(sql, args)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StateError(f"{self.path}: write failed: {exc}") from None

@@ -1,0 +1,117 @@
+"""What capture asks of a chain, whatever serves it: the node over RPC or the in-process EVM.
+
+`ChainReader` is the whole surface: chain id, head number, headers of a range,
+the watched logs of a range, and `eth_call` for token metadata. Failures are
+`RpcError` (transient: back off and retry) or `LogRangeRefused` (ask for fewer
+blocks). `expect` gives the header hashes capture already holds for the range,
+so a reader that buffers subscription logs can serve exactly that branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio.to_thread
+
+from golem.chain.decoding import MalformedLog, RawLog
+from golem.chain.jsonrpc import RpcError, RpcRefused
+from golem.chain.reorg import Header
+from golem.chain.watch import WatchList
+
+if TYPE_CHECKING:
+    from golem.chain.evm import SimulatedEvm
+
+# How nodes word "too many blocks / too many results" (geth, erigon, reth, anvil,
+# Alchemy, Infura, QuickNode ...): any of these in a refusal means "ask for less".
+_RANGE_HINTS = ("range", "more than", "limit", "too large", "too many", "exceed",
+                "response size", "10000 results", "block span")
+
+
+class LogRangeRefused(RpcError):
+    """The node would not serve eth_getLogs for this many blocks or results."""
+
+
+def is_range_refusal(exc: RpcRefused) -> bool:
+    text = exc.node_message.lower()
+    return exc.code == -32005 or any(hint in text for hint in _RANGE_HINTS)
+
+
+class ChainReader(Protocol):
+    async def chain_id(self) -> int: ...
+    async def head_number(self) -> int: ...
+    async def headers(self, lo: int, hi: int) -> list[Header]: ...
+    async def get_logs(self, lo: int, hi: int, watch: WatchList,
+                       expect: Mapping[int, str] | None = None) -> list[RawLog]: ...
+    async def eth_call(self, address: str, data: str) -> bytes | None: ...
+    async def aclose(self) -> None: ...
+
+
+def to_int(value: Any, what: str) -> int:
+    try:
+        return int(value, 16) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        raise RpcError(f"{what}: not a number: {value!r}") from None
+
+
+def header_of(block: Any, number: int) -> Header:
+    if not isinstance(block, Mapping):
+        raise RpcError(f"block {number} not available from the node yet")
+    try:
+        got = to_int(block["number"], "block number")
+        header = Header(got, str(block["hash"]).lower(), str(block["parentHash"]).lower())
+    except KeyError as exc:
+        raise RpcError(f"block {number}: reply lacks {exc.args[0]!r}") from None
+    if got != number:
+        raise RpcError(f"asked for block {number}, the node sent block {got}")
+    return header
+
+
+def logs_of(raw: Any, chain_id: int, lo: int, hi: int) -> list[RawLog]:
+    """Parse eth_getLogs results; a log outside the asked range is the node's fault."""
+    if not isinstance(raw, list):
+        raise RpcError("eth_getLogs: result is not a list")
+    out = []
+    for item in raw:
+        try:
+            log = RawLog.from_web3(item, chain_id=chain_id)
+        except (MalformedLog, TypeError, AttributeError) as exc:
+            raise RpcError(f"eth_getLogs: malformed log from the node: {exc}") from None
+        if not lo <= log.block_number <= hi:
+            raise RpcError(f"eth_getLogs: node returned a log of block {log.block_number} "
+                           f"for the range {lo}..{hi}")
+        if not log.removed:
+            out.append(log)
+    return out
+
+
+class InProcessReader:
+    """The simulated chain's EVM behind the reader surface (calls run in a worker thread)."""
+
+    def __init__(self, evm: SimulatedEvm) -> None:
+        self.evm = evm
+
+    async def chain_id(self) -> int:
+        return self.evm.chain_id
+
+    async def head_number(self) -> int:
+        return (await anyio.to_thread.run_sync(self.evm.head)).number
+
+    async def headers(self, lo: int, hi: int) -> list[Header]:
+        def read() -> list[Header]:
+            blocks = [self.evm.block(n) for n in range(lo, hi + 1)]
+            return [Header(b.number, b.hash, b.parent_hash) for b in blocks]
+
+        return await anyio.to_thread.run_sync(read)
+
+    async def get_logs(self, lo: int, hi: int, watch: WatchList,
+                       expect: Mapping[int, str] | None = None) -> list[RawLog]:
+        logs = await anyio.to_thread.run_sync(self.evm.get_logs, lo, hi)
+        return [log for log in logs
+                if watch.matches(log.address, log.topics[0] if log.topics else None)]
+
+    async def eth_call(self, address: str, data: str) -> bytes | None:
+        return await anyio.to_thread.run_sync(self.evm.raw_call, address, data)
+
+    async def aclose(self) -> None:
+        return None
