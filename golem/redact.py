@@ -42,3 +42,22 @@ def redact(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact(v) for v in value]
     return value
+
+
+_URL_TOKEN = re.compile(r"[A-Za-z0-9_\-]{20,}")
+
+
+def redact_url(url: str) -> str:
+    """A node URL fit for logs: no user:password, no query, key-like path parts masked
+    (providers put API keys in the path, e.g. https://mainnet.infura.io/v3/<key>)."""
+    from urllib.parse import urlsplit, urlunsplit  # noqa: PLC0415 - rarely needed
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return REDACTED
+    path = "/".join(REDACTED if _URL_TOKEN.fullmatch(seg) else seg
+                    for seg in parts.path.split("/"))
+    return urlunsplit((parts.scheme, host + port, path, "", ""))

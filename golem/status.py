@@ -10,7 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from golem.chain.cursor import read_cursors
 from golem.config import LOOP_NAMES, Config, speed_label
+from golem.redact import redact_url
 from golem.runtime.duration import format_duration
 from golem.runtime.lock import lock_holder
 from golem.runtime.loop import iso
@@ -35,6 +37,7 @@ def collect_status(config: Config) -> dict[str, Any]:
         "phase": None,
         "vitality": None,
         "mortality": NOT_BUILT,
+        "chain": _chain(config),
     }
     store = StateStore.open_readonly(data_dir) if data_dir.exists() else None
     if store is None:
@@ -62,6 +65,17 @@ def collect_status(config: Config) -> dict[str, Any]:
         data=_data_sizes(data_dir),
     )
     return report
+
+
+def _chain(config: Config) -> dict[str, Any]:
+    chain = config.chain
+    entry: dict[str, Any] = {"mode": chain.mode, "confirmations": chain.confirmations}
+    if chain.mode == "rpc":
+        entry["url"] = redact_url(chain.rpc.url)
+        entry["watching"] = len(chain.rpc.addresses)
+    entry["cursors"] = [c | {"updated_at": iso(c["updated_at"])}
+                        for c in read_cursors(config.data_dir / "chain")]
+    return entry
 
 
 def _loop_entry(config: Config, name: str, row: Any, handlers: list[str]) -> dict[str, Any]:
@@ -116,6 +130,13 @@ def render_status(report: dict[str, Any]) -> str:
         if stop and not report["running"]:
             lines.append(f"  last stop  {stop.get('reason')}")
     lines.append(f"  phase      {NOT_BUILT}   vitality {NOT_BUILT}")
+    chain = report["chain"]
+    where = f" {chain['url']}, {chain['watching']} contracts" if "url" in chain else ""
+    lines.append(f"  chain      {chain['mode']}{where}; "
+                 f"{chain['confirmations']} confirmations")
+    for c in chain["cursors"]:
+        lines.append(f"    chain {c['chain_id']}: captured blocks {c['first_block']}.."
+                     f"{c['cursor']} (committed {c['updated_at']})")
     lines.append("  loops")
     for name, loop in report["loops"].items():
         ticks = loop.get("ticks", 0)

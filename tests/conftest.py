@@ -37,12 +37,17 @@ def toml_value(value: Any) -> str:
     return repr(value)
 
 
-def config_text(sections: Mapping[str, Mapping[str, Any]]) -> str:
+def config_text(sections: Mapping[str, Mapping[str, Any]], prefix: str = "") -> str:
+    """TOML for {section: {key: value}}; a dict value is a sub-table ([chain.rpc])."""
     lines = []
     for section, values in sections.items():
-        lines.append(f"[{section}]")
-        lines.extend(f"{key} = {toml_value(v)}" for key, v in values.items())
+        lines.append(f"[{prefix}{section}]")
+        lines.extend(f"{key} = {toml_value(v)}" for key, v in values.items()
+                     if not isinstance(v, Mapping))
         lines.append("")
+        tables = {k: v for k, v in values.items() if isinstance(v, Mapping)}
+        if tables:
+            lines.append(config_text(tables, f"{prefix}{section}."))
     return "\n".join(lines)
 
 

@@ -11,7 +11,7 @@ import structlog
 
 from golem.events import EventBus, EventLog, RuntimeStopping, TickCompleted, TickFailed
 from golem.logging import configure_logging
-from golem.redact import REDACTED, redact
+from golem.redact import REDACTED, redact, redact_url
 from golem.runtime.handlers import HandlerRegistry
 from golem.testing.handlers import FailingHandler
 
@@ -31,6 +31,14 @@ def test_redaction_masks_secret_names_at_any_depth_but_keeps_counts() -> None:
     counts = (cleaned["max_tokens"], cleaned["total_tokens"], cleaned["token_budget"])
     assert counts == (4096, 12, 5)
     assert cleaned["note"] == f"key is {REDACTED} here"
+
+
+def test_node_urls_lose_credentials_and_key_like_path_parts() -> None:
+    key = "0123456789abcdef0123456789abcdef"
+    assert redact_url(f"https://u:pw@mainnet.infura.io/v3/{key}?apikey=x") == \
+        f"https://mainnet.infura.io/v3/{REDACTED}"
+    assert redact_url("ws://127.0.0.1:8545") == "ws://127.0.0.1:8545"
+    assert redact_url("http://h:99999") == REDACTED
 
 
 def test_json_logs_are_one_object_per_line_and_redacted() -> None:

@@ -49,6 +49,13 @@ from golem.grimoire.records import Episode, Provenance, episode_id
 from golem.perception.beliefs import BeliefState
 from golem.perception.curiosity import curiosity_score
 from golem.perception.features import features
+from golem.perception.market import (
+    PricePoint,
+    context_line,
+    move_phrase,
+    record,
+    size_phrase,
+)
 from golem.perception.routing import RoutingAction, route_observation
 from golem.runtime.handlers import TickContext, TickCounters
 
@@ -96,6 +103,9 @@ class GammaCapture:
     _truth_written: int = field(init=False, default=0)
     _last_time: float | None = field(init=False, default=None)
     _retry_at: float = field(init=False, default=float("-inf"))
+    # recent answers per price feed, for the market context in renderings
+    prices: dict[str, tuple[PricePoint, ...]] = field(init=False, default_factory=dict)
+    _last_feed: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.escalations = deque(maxlen=self.chain.escalation_queue)
@@ -212,6 +222,7 @@ class GammaCapture:
             if decision.action is RoutingAction.ESCALATE:
                 escalated.append(Escalation(eid, curiosity, decision.reason))
             text = render(event, await self.directory.meta_for(event))
+            text += self._context(event, {k: f.z for k, f in obs.features.items()})
             episodes.append(Episode(
                 id=eid, namespace=self.grimoire.namespace, chain_id=raw.chain_id,
                 block_number=raw.block_number, block_hash=raw.block_hash,
@@ -222,6 +233,18 @@ class GammaCapture:
                 provenance=Provenance(author=self.grimoire.namespace, process="gamma",
                                       verified=True)))
         return beliefs, episodes, escalated
+
+    def _context(self, event: DecodedEvent, z_by_feature: dict[str, float]) -> str:
+        """Perception's reading of size and market move, appended to the rendering."""
+        if event.name == "AnswerUpdated":
+            answer, updated = event.args.get("current"), event.args.get("updatedAt")
+            if isinstance(answer, int) and isinstance(updated, int) and answer > 0:
+                feed = event.address.lower()
+                self.prices[feed] = record(self.prices.get(feed, ()),
+                                           PricePoint(float(updated), float(answer)))
+                self._last_feed = feed
+        market = move_phrase(self.prices[self._last_feed]) if self._last_feed else None
+        return context_line(size_phrase(event.category, z_by_feature), market)
 
     def _write_beliefs(self) -> None:
         folder = self.data_dir / CHAIN_DIR

@@ -35,6 +35,29 @@ CREATE TABLE IF NOT EXISTS sim_steps (
 """
 
 
+def read_cursors(folder: Path) -> list[dict[str, Any]]:
+    """For `golem status`: each chain's cursor, read-only; [] when nothing was captured."""
+    path = folder / CAPTURE_DB
+    if not path.exists():
+        return []
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = conn.execute(
+                "SELECT chain_id, window, first_block, updated_at FROM capture").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StateError(f"{path}: cannot read the capture store: {exc}") from None
+    out = []
+    for chain_id, window, first_block, updated_at in rows:
+        headers = json.loads(window).get("headers", [])
+        out.append({"chain_id": chain_id, "first_block": first_block,
+                    "cursor": headers[-1][0] if headers else None,
+                    "window_blocks": len(headers), "updated_at": updated_at})
+    return out
+
+
 class CaptureStore:
     """One connection, used from one worker thread at a time."""
 

@@ -22,6 +22,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection, connect
 
 from golem.errors import EXIT_TEMPFAIL, GolemError
+from golem.redact import redact_url
 
 
 class RpcError(GolemError):
@@ -73,7 +74,8 @@ class HttpRpc:
     """Request/response JSON-RPC over HTTP, one aiohttp session per transport."""
 
     def __init__(self, url: str, timeout_s: float) -> None:
-        self.url = url
+        self._url = url
+        self.url = redact_url(url)  # the form that may appear in messages and logs
         self.timeout_s = timeout_s
         self._ids = itertools.count(1)
         self._session: aiohttp.ClientSession | None = None
@@ -86,7 +88,7 @@ class HttpRpc:
 
     async def _post(self, what: str, body: Any) -> Any:
         try:
-            async with self._client().post(self.url, json=body) as resp:
+            async with self._client().post(self._url, json=body) as resp:
                 text = await resp.text()
                 if resp.status >= 400 and not text.lstrip().startswith(("{", "[")):
                     raise RpcError(f"{what}: HTTP {resp.status} from {self.url}")
@@ -132,7 +134,8 @@ class WsRpc:
     """
 
     def __init__(self, url: str, timeout_s: float, queue_size: int = 100_000) -> None:
-        self.url = url
+        self._url = url
+        self.url = redact_url(url)  # the form that may appear in messages and logs
         self.timeout_s = timeout_s
         self.generation = 0
         self.notifications: asyncio.Queue[tuple[int, str, Any]] = asyncio.Queue(queue_size)
@@ -152,7 +155,7 @@ class WsRpc:
             if self._ws is None:
                 try:
                     self._ws = await asyncio.wait_for(
-                        connect(self.url, max_size=64 * 2**20, ping_interval=20,
+                        connect(self._url, max_size=64 * 2**20, ping_interval=20,
                                 ping_timeout=self.timeout_s),
                         self.timeout_s)
                 except TimeoutError:

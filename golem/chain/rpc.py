@@ -36,7 +36,6 @@ class RpcReader:
     """A node over HTTP(S) or WS(S); the URL scheme picks the transport."""
 
     def __init__(self, url: str, timeout_s: float) -> None:
-        self.url = url
         self.rpc: HttpRpc | WsRpc = (WsRpc(url, timeout_s) if url.startswith(("ws:", "wss:"))
                                      else HttpRpc(url, timeout_s))
 
@@ -124,7 +123,7 @@ class WsReader(RpcReader):
         # blocks above the head seen after subscribing are certain to be announced
         self._covered_from = await self.head_number() + 1
         self.ws.overflowed = False
-        log.info("subscribed to new heads and logs", url=self.url,
+        log.info("subscribed to new heads and logs", url=self.ws.url,
                  covered_from=self._covered_from, generation=self._generation)
 
     async def _drain(self) -> None:

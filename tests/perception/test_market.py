@@ -1,0 +1,59 @@
+"""Market context phrases: size against the channel's belief, recent move of the feeds."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from golem.perception.market import (
+    WINDOW_S,
+    PricePoint,
+    context_line,
+    move_phrase,
+    record,
+    size_phrase,
+)
+
+
+def _track(prices: list[float], step: float = 10.0) -> tuple[PricePoint, ...]:
+    points: tuple[PricePoint, ...] = ()
+    for i, price in enumerate(prices):
+        points = record(points, PricePoint(1000.0 + step * i, price))
+    return points
+
+
+def test_moves_are_labelled_over_the_window() -> None:
+    assert move_phrase(_track([2000.0])) is None
+    crash = move_phrase(_track([2000.0 * 0.99**i for i in range(30)]))
+    assert crash is not None and crash.startswith("market crashing: price -25.3%")
+    assert "over 5 min" in crash
+    assert move_phrase(_track([2000.0, 2010.0])) == "market steady: price +0.5% over 1 min"
+    assert move_phrase(_track([2000.0, 1960.0])).startswith("market falling")  # type: ignore[union-attr]
+    assert move_phrase(_track([2000.0, 2040.0])).startswith("market rising")  # type: ignore[union-attr]
+    assert move_phrase(_track([2000.0, 2200.0])).startswith("market surging")  # type: ignore[union-attr]
+
+
+def test_old_points_leave_the_window() -> None:
+    # a crash 20 minutes ago, flat since: the window only sees the flat part
+    points = _track([3000.0, 2000.0] + [2000.0] * 120)
+    assert points[-1].time - points[0].time <= WINDOW_S
+    assert move_phrase(points) == "market steady: price +0.0% over 10 min"
+
+
+@given(st.lists(st.floats(1.0, 1e6), min_size=2, max_size=200))
+def test_window_keeps_one_point_at_or_before_its_start(prices: list[float]) -> None:
+    points = _track(prices, step=37.0)
+    assert points[-1].price == prices[-1]
+    assert len(points) >= 2
+    assert points[1].time > points[-1].time - WINDOW_S
+
+
+def test_size_phrase_and_context_line() -> None:
+    assert size_phrase("swap", {"size": 1.0}) is None
+    assert size_phrase("swap", {}) is None
+    assert size_phrase("swap", {"size": 2.5}) == \
+        "large swap (2.5 sd above this contract's usual size)"
+    assert size_phrase("swap", {"size": 5.0}).startswith("very large swap")  # type: ignore[union-attr]
+    assert context_line(None, None) == ""
+    assert context_line("large swap (x)", "market crashing: y") == \
+        " Context: large swap (x); market crashing: y."
