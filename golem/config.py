@@ -159,8 +159,9 @@ class ChainSection:
     confirmations: int = field(default=2, metadata=_check(ge=0, le=10_000))
     # Captured headers kept to detect reorgs; a deeper reorg halts capture.
     reorg_window: int = field(default=64, metadata=_check(ge=1, le=100_000))
-    # Catch-up bound: blocks captured per Gamma tick at most.
+    # Catch-up bounds: blocks and logs captured per Gamma tick at most (whole blocks).
     max_blocks_per_tick: int = field(default=500, metadata=_check(ge=1, le=1_000_000))
+    max_logs_per_tick: int = field(default=200, metadata=_check(ge=1, le=1_000_000))
     rpc: RpcSection = field(default_factory=RpcSection)
 
 

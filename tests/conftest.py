@@ -6,7 +6,7 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from golem.config import Config, load_config
 from golem.logging import configure_logging
 from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
+from golem.testing.anvil import ANVIL_ENV, REPO_ANVIL, AnvilNode, find_anvil
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -95,3 +96,23 @@ def child_env(**extra: str) -> dict[str, str]:
 def run_golem(*args: str, timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(golem_cmd(*args), capture_output=True, text=True, timeout=timeout,
                           env=child_env(), check=False, **kw)
+
+
+ANVIL_GENESIS = 1_700_000_000
+
+
+@pytest.fixture
+def anvil(tmp_path: Path) -> Iterator[AnvilNode]:
+    """A fresh anvil (chain id 31337, 40 funded accounts, genesis at ANVIL_GENESIS).
+
+    Skips when the binary is not installed, except under CI, where that is a failure:
+    scripts/test installs it.
+    """
+    if find_anvil() is None:
+        where = os.environ.get(ANVIL_ENV) or str(REPO_ANVIL)
+        reason = f"anvil is not installed ({where}); scripts/test installs it"
+        if os.environ.get("CI"):  # as in tests/conftest.py: any non-empty CI
+            pytest.fail(f"{reason} (CI is set: a missing anvil is a failure)", pytrace=False)
+        pytest.skip(reason)
+    with AnvilNode(tmp_path / "anvil", timestamp=ANVIL_GENESIS) as node:
+        yield node

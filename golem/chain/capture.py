@@ -48,7 +48,7 @@ from golem.grimoire.memory_file import atomic_write
 from golem.grimoire.records import Episode, Provenance, episode_id
 from golem.perception.beliefs import BeliefState
 from golem.perception.curiosity import curiosity_score
-from golem.perception.features import features
+from golem.perception.features import features, size_key
 from golem.perception.market import (
     PricePoint,
     context_line,
@@ -161,7 +161,8 @@ class GammaCapture:
                 first_block=first if first is not None else self.first_block,
                 confirmations=self.chain.confirmations,
                 max_blocks=self.chain.max_blocks_per_tick,
-                max_log_span=self.chain.rpc.max_log_span)
+                max_log_span=self.chain.rpc.max_log_span,
+                max_logs=self.chain.max_logs_per_tick)
             log.info("capture following the chain", chain_id=chain_id, cursor=window.cursor,
                      first_block=self.follower.first_block)
         return self.follower
@@ -172,7 +173,10 @@ class GammaCapture:
         for _ in range(MAX_REWINDS_PER_TICK):
             round_ = await follower.poll()
             match round_:
-                case Idle(head=head):
+                case Idle(head=head, reason=reason, normal=normal):
+                    if not normal:
+                        log.warning("capture waiting", reason=reason, head=head,
+                                    cursor=follower.cursor)
                     return {"head": head, "logs": 0}
                 case Rewound():
                     await self._rewind(follower, round_, now)
@@ -212,30 +216,33 @@ class GammaCapture:
         episodes: list[Episode] = []
         escalated: list[Escalation] = []
         for raw in logs:
-            event = _decode(raw)
+            event = decode_kept(raw)
+            track = self.prices.get(raw.address.lower())
             beliefs, obs = beliefs.observe(
                 event.protocol, raw.address, tick=tick,
-                continuous=features(event.name, event.args), counts={"events": (1.0, 1.0)})
+                continuous=features(event.name, event.args, track[-1].price if track else None),
+                counts={"events": (1.0, 1.0)})
             decision = route_observation(obs, relevance=0.0)  # no positions yet
             curiosity = curiosity_score(obs.max_abs_z, obs.surprise)
             eid = episode_id(raw.chain_id, raw.block_hash, raw.log_index)
             if decision.action is RoutingAction.ESCALATE:
                 escalated.append(Escalation(eid, curiosity, decision.reason))
-            text = render(event, await self.directory.meta_for(event))
-            text += self._context(event, {k: f.z for k, f in obs.features.items()})
+            size = obs.features.get(size_key(event.name))
+            text = (self._context(event, size.error if size is not None else None)
+                    + render(event, await self.directory.meta_for(event)))
             episodes.append(Episode(
                 id=eid, namespace=self.grimoire.namespace, chain_id=raw.chain_id,
                 block_number=raw.block_number, block_hash=raw.block_hash,
                 log_index=raw.log_index, tx_hash=raw.tx_hash, tick=tick, observed_at=now,
                 category=event.category, protocol=event.protocol, text=text,
-                payload=_payload(event, obs.regime.value, decision.action.value),
+                payload=episode_payload(event, obs.regime.value, decision.action.value),
                 curiosity=curiosity,
                 provenance=Provenance(author=self.grimoire.namespace, process="gamma",
                                       verified=True)))
         return beliefs, episodes, escalated
 
-    def _context(self, event: DecodedEvent, z_by_feature: dict[str, float]) -> str:
-        """Perception's reading of size and market move, appended to the rendering."""
+    def _context(self, event: DecodedEvent, size_error: float | None) -> str:
+        """Perception's reading of size and market move, put before the rendering."""
         if event.name == "AnswerUpdated":
             answer, updated = event.args.get("current"), event.args.get("updatedAt")
             if isinstance(answer, int) and isinstance(updated, int) and answer > 0:
@@ -244,7 +251,7 @@ class GammaCapture:
                                            PricePoint(float(updated), float(answer)))
                 self._last_feed = feed
         market = move_phrase(self.prices[self._last_feed]) if self._last_feed else None
-        return context_line(size_phrase(event.category, z_by_feature), market)
+        return context_line(size_phrase(event.category, size_error), market)
 
     def _write_beliefs(self) -> None:
         folder = self.data_dir / CHAIN_DIR
@@ -265,7 +272,8 @@ class GammaCapture:
         self._truth_written = len(truth)
 
 
-def _decode(raw: RawLog) -> DecodedEvent:
+def decode_kept(raw: RawLog) -> DecodedEvent:
+    """Decode a log; a malformed one is kept raw (with why), never dropped."""
     try:
         return decode(raw)
     except MalformedLog as exc:
@@ -276,7 +284,7 @@ def _decode(raw: RawLog) -> DecodedEvent:
                              "malformed": str(exc)})
 
 
-def _payload(event: DecodedEvent, regime: str, route: str) -> dict[str, Any]:
+def episode_payload(event: DecodedEvent, regime: str, route: str) -> dict[str, Any]:
     return {"event": event.name, "signature": event.signature, "address": event.address,
             "args": dict(event.args),  # exact ints, JSON-safe in Python
             "raw": event.raw, "perceived_regime": regime, "route": route}

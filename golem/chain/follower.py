@@ -58,6 +58,7 @@ class Rewound:
 class Idle:
     head: int
     reason: str
+    normal: bool = False  # the chain simply has nothing new (vs. a node that looks wrong)
 
 
 Round = Captured | Rewound | Idle
@@ -66,13 +67,14 @@ Round = Captured | Rewound | Idle
 class ChainFollower:
     def __init__(self, reader: ChainReader, watch: WatchList, *, window: BlockWindow,
                  first_block: int | None, confirmations: int, max_blocks: int,
-                 max_log_span: int) -> None:
+                 max_log_span: int, max_logs: int = 10**9) -> None:
         self.reader = reader
         self.watch = watch
         self.window = window
         self.first_block = first_block  # None: start at the confirmed head of the first round
         self.confirmations = confirmations
         self.max_blocks = max_blocks
+        self.max_logs = max_logs
         self.planner = LogRangePlanner(max_span=max_log_span)
         self.last_head: int | None = None
 
@@ -99,8 +101,9 @@ class ChainFollower:
                 logs = await self._logs(lo, capture_to, expect)
                 if any(expect.get(log.block_number) != log.block_hash for log in logs):
                     return Idle(head, "logs came from another branch; the chain moved")
+                logs, capture_to = bound_logs(logs, capture_to, self.max_logs)
                 return Captured(tuple(logs), lo, capture_to, head,
-                                self.window.apply(verdict, headers), first)
+                                self.window.apply(Continue(capture_to), headers), first)
             case Reorg(common_ancestor=ancestor, depth=depth):
                 return Rewound(ancestor, depth, head, self.window.apply(verdict, headers), first)
             case TooDeep():
@@ -116,14 +119,15 @@ class ChainFollower:
         if cursor is None:
             first = self.first_block if self.first_block is not None else max(target, 0)
             if target < first:
-                return Idle(head, f"waiting for block {first} to be confirmed")
+                return Idle(head, f"waiting for block {first} to be confirmed", normal=True)
             return first, await self.reader.headers(first, min(target, first + self.max_blocks - 1))
         first = self.first_block if self.first_block is not None else cursor + 1
         if head < cursor:
             return Idle(head, f"node head {head} is below our cursor {cursor} "
                               "(a lagging or faulty node); waiting")
         if target <= cursor:
-            return Idle(head, "head moved backwards" if backwards else "no new confirmed block")
+            return (Idle(head, f"node head moved backwards to {head}") if backwards
+                    else Idle(head, "no new confirmed block", normal=True))
         top = min(target, cursor + self.max_blocks)
         headers = await self.reader.headers(cursor, top)
         if headers[0].hash == self.window.headers[-1].hash:
@@ -148,3 +152,16 @@ class ChainFollower:
         """The caller committed the round's data and window: make it the current state."""
         self.window = round_.window
         self.first_block = round_.first_block
+
+
+def bound_logs(logs: list[RawLog], capture_to: int, max_logs: int) -> tuple[list[RawLog], int]:
+    """Keep whole blocks, oldest first, while the count stays within `max_logs` (always
+    at least the first block), so one tick's work is bounded during catch-up; the
+    blocks left out are captured by the next rounds."""
+    ordered = sorted(logs, key=lambda log: (log.block_number, log.log_index))
+    if len(ordered) <= max_logs:
+        return ordered, capture_to
+    cut = ordered[max_logs].block_number  # the first block that does not fit whole
+    if cut == ordered[0].block_number:
+        cut += 1  # one block alone is over the bound: take it whole anyway
+    return [log for log in ordered if log.block_number < cut], cut - 1

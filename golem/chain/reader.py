@@ -24,16 +24,23 @@ if TYPE_CHECKING:
 
 # How nodes word "too many blocks / too many results" (geth, erigon, reth, anvil,
 # Alchemy, Infura, QuickNode ...): any of these in a refusal means "ask for less".
-_RANGE_HINTS = ("range", "more than", "limit", "too large", "too many", "exceed",
-                "response size", "10000 results", "block span")
+_RANGE_HINTS = ("range", "more than", "limit", "too large", "too many results",
+                "too many blocks", "exceed", "response size", "10000 results", "block span")
 
 
 class LogRangeRefused(RpcError):
     """The node would not serve eth_getLogs for this many blocks or results."""
 
 
+# ... unless it is a rate limit (Infura also answers -32005 "request rate limited"):
+# that is transient, back off instead of shrinking the range
+_RATE_HINTS = ("rate limit", "request count", "requests per", "too many requests", "daily")
+
+
 def is_range_refusal(exc: RpcRefused) -> bool:
     text = exc.node_message.lower()
+    if any(hint in text for hint in _RATE_HINTS):
+        return False
     return exc.code == -32005 or any(hint in text for hint in _RANGE_HINTS)
 
 

@@ -136,7 +136,13 @@ class WsReader(RpcReader):
             try:
                 self._note(self._subs[sub], result, chain_id)
             except (MalformedLog, RpcError, KeyError, TypeError, ValueError) as exc:
-                log.warning("unusable subscription message dropped", error=str(exc))
+                # a lost logs message may belong to any block announced so far (or the
+                # next): stop trusting the subscription for those, eth_getLogs serves them
+                newest = max(self._heads, default=self._covered_from or 0)
+                self._covered_from = max(self._covered_from or 0, newest + 2)
+                log.warning("unusable subscription message dropped; its blocks will be "
+                            "fetched with eth_getLogs", error=str(exc),
+                            covered_from=self._covered_from)
 
     def _note(self, kind: str, result: Any, chain_id: int) -> None:
         if kind == "newHeads":

@@ -3,17 +3,16 @@ the price feeds did over the last minutes (pure: no I/O, no clock).
 
 Renderings are embedded, so a later query like "large swap during a crash" can
 only find an episode whose text says so. These words are perception's own
-reading of chain data (the size feature's z-score against the channel's belief,
+reading of chain data (the event's size against the channel's EMA prediction,
 the recent move of the feeds' answers), never the simulator's ground truth.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 WINDOW_S = 600.0
-LARGE_Z, VERY_LARGE_Z = 2.0, 3.5
+LARGE_RATIO, VERY_LARGE_RATIO = 5.0, 20.0
 # price move over the window -> label, checked in order
 MOVES: tuple[tuple[float, str], ...] = (
     (-0.05, "crashing"), (-0.015, "falling"), (0.05, "surging"), (0.015, "rising"))
@@ -49,16 +48,26 @@ def move_phrase(points: tuple[PricePoint, ...], window_s: float = WINDOW_S) -> s
     return f"market {label}: price {change:+.1%} over {minutes} min"
 
 
-def size_phrase(category: str, z_by_feature: Mapping[str, float]) -> str | None:
-    """e.g. "very large swap (4.2 sd above this pool's usual size)", or None if ordinary."""
-    z = z_by_feature.get("size")
-    if z is None or z < LARGE_Z:
+def size_phrase(category: str, error: float | None) -> str | None:
+    """e.g. "very large swap (24x this contract's usual size)", or None if ordinary.
+
+    `error` is the size feature's prediction error (the feature is log10 of the
+    amount), so 10**error is how many times the expected size this event is.
+    """
+    if error is None or error > 300:
         return None
-    word = "very large" if z >= VERY_LARGE_Z else "large"
-    return f"{word} {category} ({z:.1f} sd above this contract's usual size)"
+    ratio = 10.0**error
+    if ratio < LARGE_RATIO:
+        return None
+    word = "very large" if ratio >= VERY_LARGE_RATIO else "large"
+    return f"{word} {category} ({ratio:.0f}x this contract's usual size)"
 
 
 def context_line(size: str | None, market: str | None) -> str:
-    """The suffix added to a rendering; empty when there is nothing to say."""
+    """The prefix put before a rendering (first, so the embedding model's 256-token
+    window and a truncated display both keep it); empty when there is nothing to say."""
     parts = [p for p in (size, market) if p]
-    return f" Context: {'; '.join(parts)}." if parts else ""
+    if not parts:
+        return ""
+    text = "; ".join(parts)
+    return f"{text[0].upper()}{text[1:]}. "

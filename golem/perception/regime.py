@@ -79,7 +79,13 @@ class RegimeDetector:
         d = x - self.ref_mean
         z = max(-Z_CLIP, min(Z_CLIP, d / math.sqrt(self.ref_var)))
         w = max(1.0 / (self.ref_n + 1), 1.0 - cfg.ref_decay)
-        ref_var = max(MIN_VARIANCE, (1.0 - w) * self.ref_var + w * d * d)
+        if self.ref_n == 1 and self.changes == 0:
+            # the first spread comes from the data, not the unit prior: features live on
+            # any scale (a log-price moves by 1e-3, a rate by 10), and a prior of 1.0
+            # would blind the detector for hundreds of observations
+            ref_var = max(MIN_VARIANCE, d * d)
+        else:
+            ref_var = max(MIN_VARIANCE, (1.0 - w) * self.ref_var + w * d * d)
         nxt = replace(
             self,
             ref_mean=self.ref_mean + w * d,

@@ -64,7 +64,7 @@ def test_capture_writes_every_confirmed_watched_log_once_and_survives_a_restart(
                                  "grimoire": {"model_dir": str(MODEL)},
                                  "logging": {"format": "json", "level": "warning"}}))
     config = load_config(path)
-    first = _run(config, 300)
+    first = _run(config, 200)
     assert first.market is not None and first.follower is not None
     expected = _confirmed_watched(first)
     assert _stored_ids(config) == expected and len(expected) > 30
@@ -73,7 +73,7 @@ def test_capture_writes_every_confirmed_watched_log_once_and_survives_a_restart(
     assert first.follower.cursor == head - config.chain.confirmations
     hashes = [first.market.evm.block(n).hash for n in range(1, head + 1)]
 
-    second = _run(config, 300)  # replays the journalled market, then goes on
+    second = _run(config, 100)  # replays the journalled market, then goes on
     assert second.market is not None and second.follower is not None
     assert [second.market.evm.block(n).hash for n in range(1, head + 1)] == hashes
     expected = _confirmed_watched(second)

@@ -104,9 +104,16 @@ def test_http_capture_takes_confirmed_blocks_only_and_resumes(
     assert len(stored) == len(set(stored)) and set(stored) == owed and len(owed) > 10
     assert capture.follower is not None
     assert capture.follower.cursor == evm.head().number - CONFIRMATIONS
-    # the two newest blocks wait for confirmations; the restart picks them up with the rest
+    # the two newest blocks wait for confirmations; the restart picks them up with the
+    # rest, a few whole blocks per tick (the per-tick log bound)
     _steps(sim, t, 4)
-    capture, _ = _run(config, 30)
+    config = _config(tmp_path, anvil.http_url, market, first, max_logs_per_tick=5)
+    owed_before = len(owed)
+    capture, daemon = _run(config, 120)
+    assert capture.follower is not None
+    assert capture.follower.cursor == evm.head().number - CONFIRMATIONS
+    new_logs = len(_owed(evm, market, first)) - owed_before
+    assert daemon.loops[0].counters.ok >= new_logs // 8  # a handful of logs per tick
     stored = _stored(config)
     assert len(stored) == len(set(stored)) and set(stored) == _owed(evm, market, first)
     chain = collect_status(config)["chain"]

@@ -49,11 +49,12 @@ def test_window_keeps_one_point_at_or_before_its_start(prices: list[float]) -> N
 
 
 def test_size_phrase_and_context_line() -> None:
-    assert size_phrase("swap", {"size": 1.0}) is None
-    assert size_phrase("swap", {}) is None
-    assert size_phrase("swap", {"size": 2.5}) == \
-        "large swap (2.5 sd above this contract's usual size)"
-    assert size_phrase("swap", {"size": 5.0}).startswith("very large swap")  # type: ignore[union-attr]
+    assert size_phrase("swap", 0.5) is None  # about 3x: ordinary enough
+    assert size_phrase("swap", None) is None
+    assert size_phrase("swap", 1.0) == "large swap (10x this contract's usual size)"
+    assert size_phrase("swap", 2.0).startswith("very large swap (100x")  # type: ignore[union-attr]
+    assert size_phrase("swap", 1e6) is None  # absurd errors say nothing
     assert context_line(None, None) == ""
     assert context_line("large swap (x)", "market crashing: y") == \
-        " Context: large swap (x); market crashing: y."
+        "Large swap (x); market crashing: y. "
+    assert context_line(None, "market steady: z") == "Market steady: z. "
