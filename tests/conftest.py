@@ -116,3 +116,17 @@ def anvil(tmp_path: Path) -> Iterator[AnvilNode]:
         pytest.skip(reason)
     with AnvilNode(tmp_path / "anvil", timestamp=ANVIL_GENESIS) as node:
         yield node
+
+
+def stored_episode_ids(config: Config) -> list[str]:
+    """Every episode id in the golem's store (duplicates kept, to be counted)."""
+    from golem.grimoire.grimoire import Grimoire  # noqa: PLC0415 - heavy; only chain tests
+
+    async def read() -> list[str]:
+        g = await Grimoire.open(config, now=lambda: 0.0)
+        try:
+            return [e.id for batch in g.episodes.iter_all() for e in batch]
+        finally:
+            await g.close()
+
+    return anyio.run(read)

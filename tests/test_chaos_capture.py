@@ -27,7 +27,6 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-import anyio
 import pytest
 
 from golem.chain.cursor import CaptureStore
@@ -36,12 +35,11 @@ from golem.chain.market import deploy_market
 from golem.chain.rpc_evm import RpcEvm
 from golem.chain.simulator import MarketSimulator
 from golem.config import Config, load_config
-from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import episode_id
 from golem.testing.anvil import AnvilNode
 
 from .conftest import ANVIL_GENESIS as GENESIS
-from .conftest import REPO, child_env, config_text, golem_cmd
+from .conftest import REPO, child_env, config_text, golem_cmd, stored_episode_ids
 
 MODEL = REPO / "models" / "all-minilm-l6-v2-int8"
 CONFIRMATIONS = 2
@@ -150,16 +148,6 @@ def _moved(config: Config, before: int | None) -> Callable[[], bool]:
     return lambda: _cursor(config) not in (None, before)
 
 
-def _stored_ids(config: Config) -> list[str]:
-    async def read() -> list[str]:
-        g = await Grimoire.open(config, now=lambda: 0.0)
-        try:
-            return [e.id for batch in g.episodes.iter_all() for e in batch]
-        finally:
-            await g.close()
-
-    return anyio.run(read)
-
 
 def _where(ids: set[str], by_id: dict[str, RawLog]) -> list[str]:
     return sorted(f"{i} (block {by_id[i].block_number}, log {by_id[i].log_index})"
@@ -231,7 +219,7 @@ def test_kill_9_during_capture_loses_and_duplicates_nothing(
              for log in chain_logs}
     expected = set(by_id)
     assert len(expected) == len(chain_logs) > 10 * kills  # every run committed a round
-    stored = _stored_ids(config)
+    stored = stored_episode_ids(config)
     duplicated = {i: n for i, n in Counter(stored).items() if n > 1}
     assert not duplicated, f"duplicated episodes: {_where(set(duplicated), by_id)}"
     assert len(stored) == len(set(stored))

@@ -19,7 +19,7 @@ from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
 from golem.wiring import setup
 
-from ..conftest import REPO, config_text
+from ..conftest import REPO, config_text, stored_episode_ids
 
 MODEL = REPO / "models" / "all-minilm-l6-v2-int8"
 
@@ -35,16 +35,6 @@ def _run(config: Config, seconds: float) -> GammaCapture:
     return capture
 
 
-def _stored_ids(config: Config) -> set[str]:
-    async def read() -> set[str]:
-        g = await Grimoire.open(config, now=lambda: 0.0)
-        try:
-            return {e.id for batch in g.episodes.iter_all() for e in batch}
-        finally:
-            await g.close()
-
-    return anyio.run(read)
-
 
 def _confirmed_watched(capture: GammaCapture) -> set[str]:
     """Episode ids the chain says capture owes: watched logs from the first market block
@@ -57,6 +47,12 @@ def _confirmed_watched(capture: GammaCapture) -> set[str]:
             if capture.watch.matches(log.address, log.topics[0] if log.topics else None)}
 
 
+def _set_of(config: Config) -> set[str]:
+    ids = stored_episode_ids(config)
+    assert len(ids) == len(set(ids)), "an episode stored twice"
+    return set(ids)
+
+
 def test_capture_writes_every_confirmed_watched_log_once_and_survives_a_restart(
         tmp_path: Path) -> None:
     path = tmp_path / "golem.toml"
@@ -67,7 +63,7 @@ def test_capture_writes_every_confirmed_watched_log_once_and_survives_a_restart(
     first = _run(config, 200)
     assert first.market is not None and first.follower is not None
     expected = _confirmed_watched(first)
-    assert _stored_ids(config) == expected and len(expected) > 30
+    assert _set_of(config) == expected and len(expected) > 30
     # the cursor sits `confirmations` below the head: the newest blocks wait
     head = first.market.evm.head().number
     assert first.follower.cursor == head - config.chain.confirmations
@@ -77,7 +73,7 @@ def test_capture_writes_every_confirmed_watched_log_once_and_survives_a_restart(
     assert second.market is not None and second.follower is not None
     assert [second.market.evm.block(n).hash for n in range(1, head + 1)] == hashes
     expected = _confirmed_watched(second)
-    assert _stored_ids(config) == expected
+    assert _set_of(config) == expected
     store = CaptureStore.open(config.data_dir / "chain")
     try:
         window, _ = store.load(second.market.chain_id, config.chain.reorg_window)

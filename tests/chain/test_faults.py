@@ -30,7 +30,6 @@ from golem.chain.rpc import WsReader
 from golem.chain.rpc_evm import RpcEvm
 from golem.chain.simulator import MarketSimulator
 from golem.config import Config, load_config
-from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import episode_id
 from golem.logging import configure_logging
 from golem.runtime.daemon import Daemon, SetupContext
@@ -39,7 +38,7 @@ from golem.testing.anvil import AnvilNode
 from golem.testing.faulty_node import FaultyNode
 from golem.wiring import setup
 
-from ..conftest import REPO, config_text
+from ..conftest import REPO, config_text, stored_episode_ids
 
 MODEL = REPO / "models" / "all-minilm-l6-v2-int8"
 SEED = 11
@@ -175,16 +174,6 @@ def run_capture(rig: Rig, config: Config,
     return Run(capture, records)
 
 
-def stored_ids(config: Config) -> list[str]:
-    async def read() -> list[str]:
-        g = await Grimoire.open(config, now=lambda: 0.0)
-        try:
-            return [e.id for batch in g.episodes.iter_all() for e in batch]
-        finally:
-            await g.close()
-
-    return anyio.run(read)
-
 
 def owed_and_stored(rig: Rig, config: Config, run: Run) -> tuple[set[str], list[str]]:
     """(ids of anvil's watched logs in blocks start_block..cursor, ids stored)."""
@@ -193,7 +182,7 @@ def owed_and_stored(rig: Rig, config: Config, run: Run) -> tuple[set[str], list[
     logs = rig.evm.get_logs(rig.start_block, follower.cursor)
     owed = {episode_id(log.chain_id, log.block_hash, log.log_index) for log in logs
             if run.capture.watch.matches(log.address, log.topics[0] if log.topics else None)}
-    return owed, stored_ids(config)
+    return owed, stored_episode_ids(config)
 
 
 def assert_complete(rig: Rig, config: Config, run: Run) -> None:

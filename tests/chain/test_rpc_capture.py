@@ -18,7 +18,6 @@ from golem.chain.rpc import WsReader
 from golem.chain.rpc_evm import RpcEvm
 from golem.chain.simulator import MarketSimulator
 from golem.config import Config, load_config
-from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import episode_id
 from golem.logging import configure_logging
 from golem.runtime.daemon import Daemon
@@ -27,7 +26,7 @@ from golem.status import collect_status
 from golem.testing.anvil import AnvilNode
 from golem.wiring import setup
 
-from ..conftest import REPO, config_text
+from ..conftest import REPO, config_text, stored_episode_ids
 
 MODEL = REPO / "models" / "all-minilm-l6-v2-int8"
 CONFIRMATIONS = 2
@@ -62,16 +61,6 @@ def _run(config: Config, seconds: float, expect_exit: int = 0) -> tuple[GammaCap
     return capture, daemon
 
 
-def _stored(config: Config) -> list[str]:
-    async def read() -> list[str]:
-        g = await Grimoire.open(config, now=lambda: 0.0)
-        try:
-            return [e.id for batch in g.episodes.iter_all() for e in batch]
-        finally:
-            await g.close()
-
-    return anyio.run(read)
-
 
 def _owed(evm: RpcEvm, market: Market, first_block: int) -> set[str]:
     """Watched logs of every confirmed block from first_block: what capture must hold."""
@@ -100,7 +89,7 @@ def test_http_capture_takes_confirmed_blocks_only_and_resumes(
     config = _config(tmp_path, anvil.http_url, market, first)
     capture, _ = _run(config, 30)
     owed = _owed(evm, market, first)
-    stored = _stored(config)
+    stored = stored_episode_ids(config)
     assert len(stored) == len(set(stored)) and set(stored) == owed and len(owed) > 10
     assert capture.follower is not None
     assert capture.follower.cursor == evm.head().number - CONFIRMATIONS
@@ -114,7 +103,7 @@ def test_http_capture_takes_confirmed_blocks_only_and_resumes(
     assert capture.follower.cursor == evm.head().number - CONFIRMATIONS
     new_logs = len(_owed(evm, market, first)) - owed_before
     assert daemon.loops[0].counters.ok >= new_logs // 8  # a handful of logs per tick
-    stored = _stored(config)
+    stored = stored_episode_ids(config)
     assert len(stored) == len(set(stored)) and set(stored) == _owed(evm, market, first)
     chain = collect_status(config)["chain"]
     assert chain["mode"] == "rpc" and chain["url"] == anvil.http_url
@@ -152,7 +141,7 @@ def test_websocket_capture_serves_live_blocks_from_subscriptions(
     for _ in range(CONFIRMATIONS):
         evm.mine()
     _run(config, 2)  # catch up to the confirmed head
-    stored = _stored(config)
+    stored = stored_episode_ids(config)
     assert len(stored) == len(set(stored)) and set(stored) == _owed(evm, market, first)
 
 
@@ -166,7 +155,7 @@ def test_reorg_inside_the_window_deletes_and_recaptures(
     config = _config(tmp_path, anvil.http_url, market, first)
     _run(config, 30)
     orphaned = _owed(evm, market, fork_block + 1)
-    assert orphaned and orphaned <= set(_stored(config))
+    assert orphaned and orphaned <= set(stored_episode_ids(config))
     evm.revert(snapshot)
     _steps(sim, t_fork + 1000, 6)  # branch B: other times and trades, and longer
     assert evm.head().number > fork_block + 4
@@ -175,7 +164,7 @@ def test_reorg_inside_the_window_deletes_and_recaptures(
     (reorg,) = [e for e in map(json.loads, lines) if e["kind"] == "chain:reorg"]
     assert reorg["common_ancestor"] == fork_block
     assert reorg["episodes_deleted"] == len(orphaned) and reorg["depth"] >= 1
-    stored = _stored(config)
+    stored = stored_episode_ids(config)
     assert len(stored) == len(set(stored)) and set(stored) == _owed(evm, market, first)
     assert not orphaned & set(stored)
 
@@ -189,12 +178,12 @@ def test_reorg_deeper_than_the_window_halts_capture(
     config = _config(tmp_path, anvil.http_url, market, first, reorg_window=3)
     _, daemon = _run(config, 30)
     ok_before = daemon.loops[0].counters.ok
-    before = set(_stored(config))
+    before = set(stored_episode_ids(config))
     evm.revert(snapshot)
     _steps(sim, t + 1000, 10)
     capture, daemon = _run(config, 30)
     assert capture.halted and "beyond the reorg window" in capture.halted
-    assert set(_stored(config)) == before  # history is not rewritten
+    assert set(stored_episode_ids(config)) == before  # history is not rewritten
     gamma = daemon.loops[0].counters
     assert gamma.failed >= 2  # every tick after the halt fails loudly
     assert gamma.ok == ok_before  # counters carry over restarts: no tick succeeded since
