@@ -1,0 +1,1 @@
+"""Theta's cognition: model providers, prompts, tools, decisions and the spend ledger."""

@@ -1,0 +1,49 @@
+"""Scoring a prediction once its horizon has passed (pure): Loop 1's decision quality.
+
+A prediction says where a price goes (up, down or flat, by how much) with a
+confidence. When its horizon passes, the price Gamma observed then is compared
+with the one at prediction time. The direction is scored with the Brier rule
+(a proper scoring rule: overconfident misses cost most), the magnitude by its
+absolute error, and the seed's calibration delta (error / (confidence + 0.01))
+is kept for the feedback loops. Quality = 1 - Brier, in [0, 1].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FLAT_BAND = 0.002  # moves smaller than 0.2% count as flat
+
+
+@dataclass(frozen=True)
+class PredictionScore:
+    actual_move: float
+    direction_hit: bool
+    magnitude_error: float
+    brier: float
+    quality: float
+    calibration_delta: float
+
+
+def observed_direction(move: float, flat_band: float = FLAT_BAND) -> str:
+    if abs(move) < flat_band:
+        return "flat"
+    return "up" if move > 0 else "down"
+
+
+def signed(direction: str, magnitude: float) -> float:
+    return {"up": magnitude, "down": -magnitude}.get(direction, 0.0)
+
+
+def score_prediction(direction: str, magnitude: float, confidence: float, baseline: float,
+                     actual: float, *, flat_band: float = FLAT_BAND) -> PredictionScore:
+    """Score a price prediction made at `baseline` against the price `actual` at its horizon."""
+    if baseline <= 0 or actual <= 0:
+        raise ValueError("prices must be positive")
+    if not 0.0 <= confidence <= 1.0:
+        raise ValueError("confidence must be in [0, 1]")
+    move = actual / baseline - 1.0
+    hit = observed_direction(move, flat_band) == direction
+    error = abs(signed(direction, magnitude) - move)
+    brier = (confidence - (1.0 if hit else 0.0)) ** 2
+    return PredictionScore(move, hit, error, brier, 1.0 - brier, error / (confidence + 0.01))
