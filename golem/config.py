@@ -165,6 +165,20 @@ class ChainSection:
     rpc: RpcSection = field(default_factory=RpcSection)
 
 
+@dataclass(frozen=True)
+class CageSection:
+    """The policy cage every proposed action passes before it may act."""
+
+    # Contracts actions may touch; empty: the contracts capture watches.
+    allowed_contracts: tuple[str, ...] = ()
+    # Assets (symbols or addresses) actions may move; empty: none.
+    allowed_assets: tuple[str, ...] = ()
+    max_notional_usd: float = field(default=1_000.0, metadata=_check(ge=0))
+    max_position_usd: float = field(default=5_000.0, metadata=_check(ge=0))
+    max_drawdown: float = field(default=0.2, metadata=_check(ge=0, le=1))
+    max_approval: float = field(default=1_000_000.0, metadata=_check(ge=0))
+
+
 def _gamma() -> LoopSection:
     return LoopSection(interval_s=10.0, deadline_s=30.0, backoff_max_s=120.0)
 
@@ -191,6 +205,7 @@ class Config:
     events: EventsSection = field(default_factory=EventsSection)
     grimoire: GrimoireSection = field(default_factory=GrimoireSection)
     chain: ChainSection = field(default_factory=ChainSection)
+    cage: CageSection = field(default_factory=CageSection)
     source: Path | None = field(default=None, metadata={"internal": True})
 
     @property

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from golem.chain.cursor import read_cursors
+from golem.cognition.journal import latest as journal_latest
 from golem.config import LOOP_NAMES, Config, speed_label
 from golem.redact import redact_url
 from golem.runtime.duration import format_duration
@@ -38,6 +39,7 @@ def collect_status(config: Config) -> dict[str, Any]:
         "vitality": None,
         "mortality": NOT_BUILT,
         "chain": _chain(config),
+        "theta": journal_latest(data_dir) if data_dir.exists() else None,
     }
     store = StateStore.open_readonly(data_dir) if data_dir.exists() else None
     if store is None:
@@ -134,6 +136,15 @@ def render_status(report: dict[str, Any]) -> str:
     where = f" {chain['url']}, {chain['watching']} contracts" if "url" in chain else ""
     lines.append(f"  chain      {chain['mode']}{where}; "
                  f"{chain['confirmations']} confirmations")
+    theta = report.get("theta")
+    if theta:
+        lines.append(f"  decision   tick {theta['tick']} ({theta['provider']}, {theta['status']}):"
+                     f" {theta['summary']}")
+        quality = theta["mean_quality"]
+        lines.append(f"  predictions {theta['predictions']} made, {theta['scored']} scored, "
+                     f"{theta['hits']} hit" + (f", mean quality {quality:.2f}"
+                                               if quality is not None else ""))
+    lines.append("  governor   workspace assembly and policy learning: not built yet")
     for c in chain["cursors"]:
         lines.append(f"    chain {c['chain_id']}: captured blocks {c['first_block']}.."
                      f"{c['cursor']} (committed {c['updated_at']})")

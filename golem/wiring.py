@@ -4,8 +4,9 @@ Gamma's capture, Theta's cognition and Delta's consolidation plug in here as
 they are built. Today the Grimoire opens at start-up (so a missing embedding
 model stops the golem before READY, with the set-up command in the message)
 and registers its store maintenance on Delta; Gamma captures the in-process
-market (``chain.mode = "simulated"``) or a node (``"rpc"``). Theta has nothing
-registered yet, and ``golem status`` says so.
+market (``chain.mode = "simulated"``) or a node (``"rpc"``), and Theta decides
+each tick with the offline tier (the Governor's assembly is not wired yet, and
+``golem status`` says so).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from golem.runtime.daemon import SetupContext
 from golem.runtime.handlers import HandlerRegistry
 
 if TYPE_CHECKING:
+    from golem.chain.capture import GammaCapture
     from golem.grimoire.grimoire import Grimoire
 
 # What each loop will do once its part exists; shown by `golem status`.
 PLANNED: dict[str, str] = {
     "gamma": "chain capture and triage (chain.mode = \"off\")",
-    "theta": "context governor and cognition (not built yet)",
+    "theta": "context governor and cognition",
     "delta": "consolidation, curator, dreams, mortality (not built yet)",
 }
 
@@ -41,12 +43,14 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
 
     grimoire = await Grimoire.open(ctx.config, now=ctx.clock.now, events=ctx.events)
     stack.push_async_callback(grimoire.close)
-    if ctx.config.chain.mode != "off":
-        await _setup_capture(ctx, stack, grimoire)
+    capture = await _setup_capture(ctx, stack, grimoire) if ctx.config.chain.mode != "off" \
+        else None
+    await _setup_theta(ctx, stack, grimoire, capture)
     ctx.registry.register("delta", GrimoireMaintenance(grimoire))
 
 
-async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimoire) -> None:
+async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
+                         grimoire: Grimoire) -> GammaCapture:
     """Gamma's capture over the simulated market or a node over RPC."""
     import anyio.to_thread  # noqa: PLC0415
 
@@ -74,3 +78,22 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack, grimoire: Gri
                                first_block=None if rpc.start_block < 0 else rpc.start_block,
                                expected_chain_id=rpc.chain_id)
     ctx.registry.register("gamma", capture)
+    return capture
+
+
+async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimoire,
+                       capture: GammaCapture | None) -> None:
+    """Theta's decision cycle (offline tier until the Governor and providers land)."""
+    import anyio.to_thread  # noqa: PLC0415
+
+    from golem.cognition.cage import Cage  # noqa: PLC0415
+    from golem.cognition.journal import DecisionJournal  # noqa: PLC0415
+    from golem.cognition.theta import ThetaCycle  # noqa: PLC0415
+
+    journal = await anyio.to_thread.run_sync(DecisionJournal.open, ctx.config.data_dir)
+    stack.callback(journal.close)
+    cfg = ctx.config.cage
+    contracts = cfg.allowed_contracts or (tuple(capture.watch.addresses) if capture else ())
+    cage = Cage(frozenset(contracts), frozenset(cfg.allowed_assets), cfg.max_notional_usd,
+                cfg.max_position_usd, cfg.max_drawdown, cfg.max_approval)
+    ctx.registry.register("theta", ThetaCycle(grimoire, journal, cage, capture))

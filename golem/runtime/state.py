@@ -46,6 +46,22 @@ MIGRATIONS: tuple[str, ...] = (
         message TEXT NOT NULL
     );
     """,
+    # 2: the Context Governor's policy revisions and its Beta state (governor/policy_store.py)
+    """
+    CREATE TABLE context_policy (
+        revision INTEGER PRIMARY KEY,
+        policy TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE TABLE context_beta (
+        regime TEXT NOT NULL,
+        category TEXT NOT NULL,
+        alpha REAL NOT NULL,
+        beta REAL NOT NULL,
+        revision INTEGER NOT NULL,
+        PRIMARY KEY (regime, category)
+    );
+    """,
 )
 
 ERRORS_KEPT = 200

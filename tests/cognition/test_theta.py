@@ -1,0 +1,59 @@
+"""Theta end to end on the simulated market: a decision every tick, predictions scored."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import anyio
+
+from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
+from golem.config import load_config
+from golem.logging import configure_logging
+from golem.runtime.daemon import Daemon
+from golem.runtime.handlers import HandlerRegistry
+from golem.status import collect_status, render_status
+from golem.wiring import setup
+
+from ..conftest import REPO, config_text
+
+MODEL = REPO / "models" / "all-minilm-l6-v2-int8"
+
+
+def test_every_theta_tick_journals_a_decision_and_due_predictions_get_scored(
+        tmp_path: Path) -> None:
+    path = tmp_path / "golem.toml"
+    path.write_text(config_text({"golem": {"data_dir": "data", "seed": 3},
+                                 "grimoire": {"model_dir": str(MODEL)},
+                                 "logging": {"format": "json", "level": "warning"}}))
+    config = load_config(path)
+    registry = HandlerRegistry()
+    daemon = Daemon(config, registry, stop_after=540, setup=setup)
+    configure_logging("warning", "json", io.StringIO())
+    assert anyio.run(daemon.run, backend_options={"use_uvloop": True}) == 0
+    assert [h.name for h in registry.for_loop("theta")] == ["theta-decision"]
+    theta = daemon.loops[1].counters
+    assert theta.ticks == theta.ok == 9  # golem time 0, 60, ..., 480
+
+    conn = sqlite3.connect(config.data_dir / JOURNAL_DIR / JOURNAL_DB)
+    try:
+        rows = conn.execute("SELECT tick, provider, status, record FROM decisions "
+                            "ORDER BY tick").fetchall()
+        scored = conn.execute("SELECT tick, due_tick, quality, hit FROM predictions "
+                              "WHERE quality IS NOT NULL").fetchall()
+        open_ = conn.execute("SELECT due_tick FROM predictions WHERE quality IS NULL")\
+            .fetchall()
+    finally:
+        conn.close()
+    assert [r[0] for r in rows] == list(range(1, 10))  # ticks count from 1
+    assert {r[1] for r in rows} == {"offline"} and {r[2] for r in rows} == {"ok"}
+    record = json.loads(rows[-1][3])
+    assert record["tier"] == "T0" and record["decision"]["analysis"]
+    assert all(c["accepted"] for c in record["cage"])  # the offline tier only holds
+    assert scored and all(0.0 <= q <= 1.0 for _, _, q, _ in scored)
+    assert all(due <= 9 for _, due, _, _ in scored)
+    assert all(due > 9 for (due,) in open_)  # nothing due was left unscored
+    text = render_status(collect_status(config))
+    assert "decision   tick 9 (offline, ok)" in text and "scored" in text
