@@ -179,6 +179,16 @@ class CageSection:
     max_approval: float = field(default=1_000_000.0, metadata=_check(ge=0))
 
 
+@dataclass(frozen=True)
+class ThetaContextSection:
+    """The Context Governor's budget and learning schedule."""
+
+    # Soft token budget of one assembled workspace (estimated at 4 characters a token).
+    total_budget: int = field(default=8_000, metadata=_check(ge=500, le=1_000_000))
+    # Loop 2 (policy learning) runs every this many Theta ticks, and on a regime change.
+    loop2_every: int = field(default=50, metadata=_check(ge=1, le=100_000))
+
+
 def _gamma() -> LoopSection:
     return LoopSection(interval_s=10.0, deadline_s=30.0, backoff_max_s=120.0)
 
@@ -206,6 +216,7 @@ class Config:
     grimoire: GrimoireSection = field(default_factory=GrimoireSection)
     chain: ChainSection = field(default_factory=ChainSection)
     cage: CageSection = field(default_factory=CageSection)
+    theta_context: ThetaContextSection = field(default_factory=ThetaContextSection)
     source: Path | None = field(default=None, metadata={"internal": True})
 
     @property

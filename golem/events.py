@@ -207,3 +207,52 @@ class ChainHalted(Event):
     kind: ClassVar[str] = "chain:halted"
     chain_id: int
     reason: str
+
+
+@dataclass(frozen=True)
+class ContextAssembled(Event):
+    """The Governor built a workspace (seed 002 events)."""
+
+    kind: ClassVar[str] = "context:assembled"
+    tick: int
+    policy_revision: int
+    frame: str
+    budget: int
+    used: int
+    pressure: float
+    included: int
+    excluded: int
+    delta_share: float
+
+
+@dataclass(frozen=True)
+class ContextCompacted(Event):
+    kind: ClassVar[str] = "context:compacted"
+    tick: int
+    pressure: float
+
+
+@dataclass(frozen=True)
+class ContextRegimeOverride(Event):
+    kind: ClassVar[str] = "context:regime_override"
+    tick: int
+    regime: str
+    policy_revision: int
+
+
+@dataclass(frozen=True)
+class ContextFeedbackLoop(Event):
+    """Loop 1 recorded an outcome, or Loop 2 ran (with its proposed steps)."""
+
+    kind: ClassVar[str] = "context:feedback_loop"
+    loop: int
+    tick: int
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ContextPolicyUpdated(Event):
+    kind: ClassVar[str] = "context:policy_updated"
+    revision: int
+    delta: dict[str, float]
+    samples: int

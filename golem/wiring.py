@@ -83,17 +83,30 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
 
 async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimoire,
                        capture: GammaCapture | None) -> None:
-    """Theta's decision cycle (offline tier until the Governor and providers land)."""
+    """Theta's decision cycle: the Governor, the offline tier, the cage, the journal."""
     import anyio.to_thread  # noqa: PLC0415
 
     from golem.cognition.cage import Cage  # noqa: PLC0415
     from golem.cognition.journal import DecisionJournal  # noqa: PLC0415
     from golem.cognition.theta import ThetaCycle  # noqa: PLC0415
+    from golem.governor.governor import ContextGovernor  # noqa: PLC0415
+    from golem.governor.policy_store import PolicyStore  # noqa: PLC0415
+    from golem.runtime.state import StateStore  # noqa: PLC0415
 
-    journal = await anyio.to_thread.run_sync(DecisionJournal.open, ctx.config.data_dir)
+    data_dir = ctx.config.data_dir
+    journal = await anyio.to_thread.run_sync(DecisionJournal.open, data_dir)
     stack.callback(journal.close)
+    state = await anyio.to_thread.run_sync(StateStore.open, data_dir)
+    try:
+        policies = PolicyStore.open(state)
+    finally:
+        state.close()
+    stack.callback(policies.close)
     cfg = ctx.config.cage
     contracts = cfg.allowed_contracts or (tuple(capture.watch.addresses) if capture else ())
     cage = Cage(frozenset(contracts), frozenset(cfg.allowed_assets), cfg.max_notional_usd,
                 cfg.max_position_usd, cfg.max_drawdown, cfg.max_approval)
-    ctx.registry.register("theta", ThetaCycle(grimoire, journal, cage, capture))
+    governor = ContextGovernor(grimoire, ctx.config.theta_context.total_budget)
+    ctx.registry.register("theta", ThetaCycle(
+        governor, journal, policies, cage, capture, ctx.events,
+        loop2_every=ctx.config.theta_context.loop2_every))

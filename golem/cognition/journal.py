@@ -43,7 +43,33 @@ CREATE TABLE IF NOT EXISTS predictions (
     hit INTEGER
 );
 CREATE INDEX IF NOT EXISTS predictions_due ON predictions (due_tick) WHERE quality IS NULL;
+CREATE TABLE IF NOT EXISTS outcomes (
+    tick INTEGER PRIMARY KEY,
+    regime TEXT NOT NULL,
+    policy_revision INTEGER NOT NULL,
+    injected TEXT NOT NULL,
+    referenced TEXT NOT NULL,
+    missing TEXT NOT NULL,
+    cost_usd REAL NOT NULL,
+    quality REAL,
+    learned INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS loops (name TEXT PRIMARY KEY, last_tick INTEGER NOT NULL);
 """
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Loop 1's record of one decision: which categories went in, which were used."""
+
+    tick: int
+    regime: str
+    policy_revision: int
+    injected: frozenset[str]
+    referenced: frozenset[str]
+    missing: frozenset[str]
+    cost_usd: float = 0.0
+    quality: float | None = None
 
 
 @dataclass(frozen=True)
@@ -81,11 +107,19 @@ class DecisionJournal:
 
     def record(self, tick: int, golem_time: float, *, provider: str, status: str,
                summary: str, record: dict[str, Any],
-               predictions: list[tuple[str, str, float, float, int, float]]) -> None:
-        """One decision and its predictions (subject, direction, magnitude, confidence,
-        due tick, baseline price) in one transaction; a replayed tick replaces its row."""
+               predictions: list[tuple[str, str, float, float, int, float]],
+               outcome: Outcome | None = None) -> None:
+        """One decision, its predictions (subject, direction, magnitude, confidence, due
+        tick, baseline price) and its Loop 1 outcome in one transaction; a replayed tick
+        replaces its rows."""
         try:
             self._conn.execute("BEGIN IMMEDIATE")
+            if outcome is not None:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0)",
+                    (tick, outcome.regime, outcome.policy_revision,
+                     json.dumps(sorted(outcome.injected)), json.dumps(sorted(outcome.referenced)),
+                     json.dumps(sorted(outcome.missing)), outcome.cost_usd))
             self._conn.execute(
                 "INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?)",
                 (tick, golem_time, provider, status, summary, json.dumps(record)))
@@ -106,12 +140,44 @@ class DecisionJournal:
         return [OpenPrediction(*row) for row in rows]
 
     def settle(self, scores: list[tuple[int, float, float, bool]]) -> None:
-        """(prediction id, actual price, quality, direction hit) for scored predictions."""
+        """(prediction id, actual price, quality, direction hit) for scored predictions;
+        each decision's outcome quality becomes the mean of its scored predictions."""
         try:
             self._conn.execute("BEGIN IMMEDIATE")
             self._conn.executemany(
                 "UPDATE predictions SET actual = ?, quality = ?, hit = ? WHERE id = ?",
                 [(actual, quality, int(hit), pid) for pid, actual, quality, hit in scores])
+            self._conn.executemany(
+                "UPDATE outcomes SET quality = (SELECT AVG(p.quality) FROM predictions p "
+                "WHERE p.tick = outcomes.tick AND p.quality IS NOT NULL) "
+                "WHERE tick = (SELECT tick FROM predictions WHERE id = ?)",
+                [(pid,) for pid, *_ in scores])
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise StateError(f"{self.path}: write failed: {exc}") from None
+
+    def unlearned_outcomes(self) -> list[Outcome]:
+        """Scored outcomes Loop 2 has not learnt from yet (scoring lags by the horizon)."""
+        rows = self._read(
+            "SELECT tick, regime, policy_revision, injected, referenced, missing, cost_usd, "
+            "quality FROM outcomes WHERE learned = 0 AND quality IS NOT NULL ORDER BY tick",
+            ())
+        return [Outcome(r[0], r[1], r[2], frozenset(json.loads(r[3])),
+                        frozenset(json.loads(r[4])), frozenset(json.loads(r[5])), r[6], r[7])
+                for r in rows]
+
+    def loop_tick(self, name: str) -> int:
+        rows = self._read("SELECT last_tick FROM loops WHERE name = ?", (name,))
+        return int(rows[0][0]) if rows else 0
+
+    def set_loop_tick(self, name: str, tick: int, learned: tuple[int, ...] = ()) -> None:
+        """Record a loop run and mark the outcomes it learnt from, in one transaction."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute("INSERT OR REPLACE INTO loops VALUES (?, ?)", (name, tick))
+            self._conn.executemany("UPDATE outcomes SET learned = 1 WHERE tick = ?",
+                                   [(t,) for t in learned])
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback()

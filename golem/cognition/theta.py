@@ -1,17 +1,24 @@
-"""Theta's decision cycle as it stands: recall, decide, cage, record, score.
+"""Theta's decision cycle: the Governor assembles, the tier decides, the cage checks,
+the journal records, and the feedback loops learn.
 
-Each Theta tick: take the events Gamma escalated and the price feed's recent
-answers, recall what memory holds about the situation (the one recall path),
-let the cognitive tier decide (today the offline tier: the Governor's workspace
-assembly, policy and model providers are being built), pass every proposed
-action through the policy cage, and journal the decision with its predictions.
-Predictions whose horizon has passed are scored against the price Gamma
-observed. Nothing here acts on chain.
+Each Theta tick: read the price feed's recent answers and the events Gamma
+escalated; the Context Governor assembles a budgeted workspace from recall and
+live state under the current ContextPolicy; the cognitive tier decides over
+that workspace (today the offline tier: model providers are wired next); every
+proposed action passes the policy cage; the decision, its predictions and its
+Loop 1 outcome (categories injected and referenced, missing context) are
+journalled in one transaction. Predictions whose horizon passed are scored
+against the price Gamma observed, which gives each outcome its quality. Every
+`loop2_every` ticks, or when the market regime changes, Loop 2 turns scored
+outcomes into a new policy revision (at most 0.02 per category). Nothing here
+acts on chain.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import itertools
+import math
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
@@ -19,10 +26,21 @@ import structlog
 
 from golem.cognition import offline
 from golem.cognition.cage import Cage, Portfolio, check
-from golem.cognition.journal import DecisionJournal
+from golem.cognition.journal import DecisionJournal, Outcome
 from golem.cognition.predictions import score_prediction
-from golem.grimoire.grimoire import Grimoire
-from golem.perception.market import PricePoint
+from golem.events import (
+    ContextAssembled,
+    ContextCompacted,
+    ContextFeedbackLoop,
+    ContextPolicyUpdated,
+    ContextRegimeOverride,
+    EventBus,
+)
+from golem.governor.categories import Category, MarketRegime, Phase
+from golem.governor.feedback import FeedbackSample, run_loop2
+from golem.governor.governor import Assembly, ContextGovernor, LiveItem
+from golem.governor.policy_store import PolicyStore
+from golem.perception.market import PricePoint, move_phrase
 from golem.runtime.handlers import TickContext, TickCounters
 
 if TYPE_CHECKING:
@@ -30,42 +48,90 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("golem.theta")
 
-RECALL_K = 8
 NO_POSITIONS = Portfolio({}, equity_usd=0.0, peak_equity_usd=0.0)
+VOLATILE_STEP = 0.008  # stdev of feed moves above this reads as a volatile market
+_MISSING_WORDS = ((("price", "pool", "position", "liquidity", "feed"), Category.DEFI_SNAPSHOT),
+                  (("warning", "risk", "revert", "honeypot"), Category.INVARIANTS),
+                  (("history", "episode", "swap", "event"), Category.EPISODES),
+                  (("cause", "lag", "correlat"), Category.CAUSAL_EDGES))
+
+
+def market_regime(prices: tuple[PricePoint, ...]) -> MarketRegime:
+    """The regime as the Governor sees it, from the feed's recent answers (pure)."""
+    if len(prices) < 3:
+        return MarketRegime.CALM
+    steps = [b.price / a.price - 1.0 for a, b in itertools.pairwise(prices)]
+    move = prices[-1].price / prices[0].price - 1.0
+    mean = sum(steps) / len(steps)
+    spread = math.sqrt(sum((s - mean) ** 2 for s in steps) / len(steps))
+    if move <= -0.05:
+        return MarketRegime.CRASH
+    if spread >= VOLATILE_STEP:
+        return MarketRegime.VOLATILE
+    return MarketRegime.TRENDING if abs(move) >= offline.MOMENTUM else MarketRegime.CALM
+
+
+def missing_categories(signals: tuple[str, ...]) -> frozenset[str]:
+    out = set()
+    for signal in signals:
+        text = signal.lower()
+        out |= {cat.value for words, cat in _MISSING_WORDS if any(w in text for w in words)}
+    return frozenset(out)
 
 
 @dataclass
 class ThetaCycle:
-    grimoire: Grimoire
+    grimoire_governor: ContextGovernor
     journal: DecisionJournal
+    policies: PolicyStore
     cage: Cage
     capture: GammaCapture | None = None
+    events: EventBus | None = None
+    loop2_every: int = 50
     name: str = "theta-decision"
+    _regime: MarketRegime | None = field(default=None, init=False)
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
         feed, prices = self._feed()
         escalated = self._drain_escalations()
-        entries = await self._recall(feed, prices)
+        regime = market_regime(prices)
+        phase = Phase.STABLE  # vitality and phases arrive with the mortality issue
+        policy = await anyio.to_thread.run_sync(self.policies.latest)
+        assembly = await self.grimoire_governor.assemble(
+            policy, query=self._query(feed, prices), live=self._live(feed, prices, escalated),
+            escalated_ids=escalated, phase=phase, regime=regime)
+        ws = assembly.workspace
+        entries = tuple(offline.Entry(p.candidate.source, p.candidate.category.value, p.content)
+                        for block in ws.blocks if not block.echo for p in block.items)
         decision = offline.decide(offline.Situation(feed or "no feed", prices, entries,
-                                                    escalated))
+                                                    len(escalated)))
         verdicts = [check(a, self.cage, NO_POSITIONS) for a in decision.actions]
         latest = prices[-1].price if prices else None
         due = [(p.subject, p.direction, p.magnitude, p.confidence, ctx.tick + p.horizon_ticks,
                 latest) for p in decision.predictions if latest is not None]
-        record: dict[str, Any] = {
-            "tick": ctx.tick, "provider": offline.PROVIDER, "tier": "T0",
-            "decision": asdict(decision),
-            "cage": [{"action": asdict(v.action), "accepted": v.accepted,
-                      "reasons": list(v.reasons)} for v in verdicts],
-            "escalated": escalated, "recalled": [e.uri for e in entries]}
-        summary = decision.analysis[:160]
+        by_source = {e.uri: e.category for e in entries}
+        outcome = Outcome(
+            ctx.tick, regime.value, assembly.policy_revision,
+            injected=frozenset(e.category for e in entries),
+            referenced=frozenset(by_source[u] for u in decision.referenced if u in by_source),
+            missing=missing_categories(decision.missing_context))
+        record = self._record(ctx.tick, assembly, decision, verdicts, escalated=escalated,
+                              regime=regime)
         scored = await anyio.to_thread.run_sync(self._score, ctx.tick, feed, latest)
         await anyio.to_thread.run_sync(lambda: self.journal.record(
-            ctx.tick, ctx.clock.now(), provider=offline.PROVIDER, status="ok", summary=summary,
-            record=record, predictions=due))
-        rejected = sum(not v.accepted for v in verdicts)
+            ctx.tick, ctx.clock.now(), provider=offline.PROVIDER, status="ok",
+            summary=decision.analysis[:160], record=record, predictions=due, outcome=outcome))
+        self._emit_assembly(ctx.tick, assembly, regime)
+        self._emit(ContextFeedbackLoop(1, ctx.tick, {
+            "injected": sorted(outcome.injected), "referenced": sorted(outcome.referenced),
+            "missing": sorted(outcome.missing), "cost_usd": 0.0}))
+        revised = await self._loop2(ctx.tick, ctx.clock.now(), regime)
         return {"decisions": 1, "predictions": len(due), "scored": scored,
-                "rejected_actions": rejected, "recalled": len(entries)}
+                "rejected_actions": sum(not v.accepted for v in verdicts),
+                "context_used": ws.used, "context_pressure": round(ws.pressure, 3),
+                "policy_revision": revised or assembly.policy_revision}
+
+    # --- inputs --------------------------------------------------------------------
 
     def _feed(self) -> tuple[str | None, tuple[PricePoint, ...]]:
         if self.capture is None or not self.capture.prices:
@@ -73,22 +139,74 @@ class ThetaCycle:
         feed = sorted(self.capture.prices)[0]
         return feed, self.capture.prices[feed]
 
-    def _drain_escalations(self) -> int:
+    def _drain_escalations(self) -> list[str]:
         if self.capture is None:
-            return 0
-        count = len(self.capture.escalations)
+            return []
+        ids = [e.episode_id for e in self.capture.escalations]
         self.capture.escalations.clear()
-        return count
+        return ids
 
-    async def _recall(self, feed: str | None,
-                      prices: tuple[PricePoint, ...]) -> tuple[offline.Entry, ...]:
-        move = (prices[-1].price / prices[0].price - 1.0) if len(prices) > 1 else 0.0
-        query = (f"market {'falling' if move < 0 else 'rising'} {move:+.1%}: "
-                 f"large swaps, liquidations, warnings, price feed {feed or ''}")
-        result = await self.grimoire.recall(query, k=RECALL_K)
-        if result.refused:
-            return ()
-        return tuple(offline.Entry(h.uri, h.kind, h.text) for h in result.hits)
+    @staticmethod
+    def _query(feed: str | None, prices: tuple[PricePoint, ...]) -> str:
+        phrase = move_phrase(prices) or "market state unknown"
+        return f"{phrase}: large swaps, liquidations, warnings, price feed {feed or ''}"
+
+    def _live(self, feed: str | None, prices: tuple[PricePoint, ...],
+              escalated: list[str]) -> list[LiveItem]:
+        snapshot = (f"Price feed {feed}: latest answer {prices[-1].price:g}; "
+                    f"{move_phrase(prices) or 'no move yet'}; {len(escalated)} escalated "
+                    "event(s) this tick. Positions: none.") if feed and prices else \
+            "No price feed observed yet. Positions: none."
+        cage = (f"Policy cage: {len(self.cage.allowed_contracts)} allowlisted contracts, "
+                f"assets {sorted(self.cage.allowed_assets) or 'none'}, at most "
+                f"${self.cage.max_notional_usd:,.0f} per action and "
+                f"${self.cage.max_position_usd:,.0f} per position, drawdown limit "
+                f"{self.cage.max_drawdown:.0%}, no unlimited approvals.")
+        return [
+            LiveItem("invariants/cage", Category.INVARIANTS, cage, importance=1.0),
+            LiveItem("defi_snapshot", Category.DEFI_SNAPSHOT, snapshot),
+            LiveItem("mortality", Category.MORTALITY,
+                     "Vitality: not built yet (taken as 1.0); phase stable."),
+            LiveItem("affect", Category.AFFECT, "Affect: neutral (PAD 0, 0, 0; not built yet)."),
+            LiveItem("tool_state", Category.TOOL_STATE,
+                     "Tools: query_grimoire, working_memory_note."),
+            LiveItem("owner_control", Category.OWNER_CONTROL, "Owner instructions: none."),
+            LiveItem("strategy", Category.STRATEGY, "Strategy: observe the market, predict "
+                     "price moves over the next ticks, hold (no positions yet)."),
+        ]
+
+    # --- outputs -------------------------------------------------------------------
+
+    @staticmethod
+    def _record(tick: int, assembly: Assembly, decision: Any, verdicts: list[Any], *,
+                escalated: list[str], regime: MarketRegime) -> dict[str, Any]:
+        ws = assembly.workspace
+        return {
+            "tick": tick, "provider": offline.PROVIDER, "tier": "T0", "regime": regime.value,
+            "policy_revision": assembly.policy_revision,
+            "workspace": {"budget": ws.total_budget, "used": ws.used,
+                          "pressure": round(ws.pressure, 4), "compacted": ws.compacted,
+                          "reasons": {c.value: asdict(r) for c, r in ws.reasons.items()},
+                          "delta_share": ws.delta.share if ws.delta else None},
+            "decision": asdict(decision),
+            "cage": [{"action": asdict(v.action), "accepted": v.accepted,
+                      "reasons": list(v.reasons)} for v in verdicts],
+            "escalated": escalated}
+
+    def _emit_assembly(self, tick: int, assembly: Assembly, regime: MarketRegime) -> None:
+        ws = assembly.workspace
+        included = sum(r.included for r in ws.reasons.values())
+        self._emit(ContextAssembled(tick, assembly.policy_revision, "full", ws.total_budget,
+                                    ws.used, round(ws.pressure, 4), included,
+                                    len(ws.exclusions), ws.delta.share if ws.delta else 1.0))
+        if ws.compacted:
+            self._emit(ContextCompacted(tick, round(ws.pressure, 4)))
+        if assembly.regime_override:
+            self._emit(ContextRegimeOverride(tick, regime.value, assembly.policy_revision))
+
+    def _emit(self, event: Any) -> None:
+        if self.events is not None:
+            self.events.emit(event)
 
     def _score(self, tick: int, feed: str | None, latest: float | None) -> int:
         if latest is None or feed is None:
@@ -102,3 +220,36 @@ class ThetaCycle:
         if scores:
             self.journal.settle(scores)
         return len(scores)
+
+    async def _loop2(self, tick: int, now: float, regime: MarketRegime) -> int | None:
+        """Every loop2_every ticks, or on a regime change: learn a new policy revision."""
+        changed = self._regime is not None and regime != self._regime
+        lived = self._regime or regime
+        self._regime = regime
+        last = await anyio.to_thread.run_sync(self.journal.loop_tick, "loop2")
+        if not changed and tick - last < self.loop2_every:
+            return None
+        outcomes = await anyio.to_thread.run_sync(self.journal.unlearned_outcomes)
+        samples = [FeedbackSample(
+            MarketRegime(o.regime), frozenset(Category(c) for c in o.injected),
+            frozenset(Category(c) for c in o.referenced), o.quality,
+            tuple(Category(c) for c in sorted(o.missing))) for o in outcomes]
+        if not samples:
+            await anyio.to_thread.run_sync(self.journal.set_loop_tick, "loop2", tick)
+            return None
+        policy = await anyio.to_thread.run_sync(self.policies.latest)
+        betas = await anyio.to_thread.run_sync(self.policies.betas)
+        update = run_loop2(policy, betas, samples, lived)
+        await anyio.to_thread.run_sync(self.policies.save, update.policy, update.betas, now)
+        # a crash here relearns these outcomes once more: bounded by the 0.02 cap
+        await anyio.to_thread.run_sync(self.journal.set_loop_tick, "loop2", tick,
+                                       tuple(o.tick for o in outcomes))
+        self._emit(ContextFeedbackLoop(2, tick, {
+            "samples": len(samples), "regime": lived.value, "trigger":
+            "regime change" if changed else "interval",
+            "proposed": {c.value: round(v, 6) for c, v in update.proposed.items()}}))
+        self._emit(ContextPolicyUpdated(update.policy.revision, update.delta_dict(),
+                                        len(samples)))
+        log.info("context policy revised", revision=update.policy.revision,
+                 samples=len(samples), trigger="regime change" if changed else "interval")
+        return update.policy.revision

@@ -27,6 +27,7 @@ def test_every_theta_tick_journals_a_decision_and_due_predictions_get_scored(
     path = tmp_path / "golem.toml"
     path.write_text(config_text({"golem": {"data_dir": "data", "seed": 3},
                                  "grimoire": {"model_dir": str(MODEL)},
+                                 "theta_context": {"loop2_every": 3},
                                  "logging": {"format": "json", "level": "warning"}}))
     config = load_config(path)
     registry = HandlerRegistry()
@@ -57,3 +58,23 @@ def test_every_theta_tick_journals_a_decision_and_due_predictions_get_scored(
     assert all(due > 9 for (due,) in open_)  # nothing due was left unscored
     text = render_status(collect_status(config))
     assert "decision   tick 9 (offline, ok)" in text and "scored" in text
+
+    # the Governor assembled every tick within budget, hard context included
+    ws = record["workspace"]
+    assert 0 < ws["used"] <= ws["budget"] == config.theta_context.total_budget
+    assert ws["reasons"]["invariants"]["full"] >= 1  # the policy cage is always in view
+    events = [json.loads(line) for line in
+              (config.data_dir / "events.jsonl").read_text().splitlines()]
+    kinds = [e["kind"] for e in events]
+    assert kinds.count("context:assembled") == 9
+    assert kinds.count("context:feedback_loop") >= 9  # Loop 1 every tick, Loop 2 on top
+    # Loop 2 learnt from scored outcomes: new policy revisions, each within the 0.02 cap
+    updates = [e for e in events if e["kind"] == "context:policy_updated"]
+    assert updates and updates[-1]["revision"] == len(updates)
+    assert all(abs(d) <= 0.02 + 1e-9 for u in updates for d in u["delta"].values())
+    state = sqlite3.connect(config.data_dir / "state.db")
+    try:
+        revisions = [r for (r,) in state.execute("SELECT revision FROM context_policy")]
+    finally:
+        state.close()
+    assert revisions == list(range(1, len(updates) + 1))

@@ -1,0 +1,134 @@
+"""The Context Governor for one Theta tick: gather candidates, score, allocate, assemble.
+
+Candidates come from the Grimoire's one recall path (episodes, insights,
+heuristics, warnings and anti-knowledge, causal links, strategy fragments) and
+from live state the tick hands in (market snapshot, mortality, affect, tools,
+owner instructions, strategy, the policy cage). Each is scored with the EFE
+attention score; the policy's effective allocation for the current phase and
+regime splits the budget; assembly does the rest (pure). Escalated episodes are
+fetched by id, so what Gamma flagged reaches the workspace even when the recall
+query would not have found it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from golem.governor.assembly import AssemblySettings, assemble
+from golem.governor.attention import AttentionInputs, attention_score
+from golem.governor.categories import Category, MarketRegime, Phase
+from golem.governor.policy import ContextPolicy
+from golem.governor.workspace import Candidate, CognitiveWorkspace
+from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.recall import Hit
+from golem.grimoire.records import EntryType, Episode
+
+RECALL_K = 30
+
+_ENTRY_CATEGORY: Mapping[EntryType, Category] = {
+    EntryType.INSIGHT: Category.INSIGHTS,
+    EntryType.HEURISTIC: Category.PLAYBOOK,
+    EntryType.WARNING: Category.INVARIANTS,
+    EntryType.ANTI_KNOWLEDGE: Category.INVARIANTS,
+    EntryType.CAUSAL_LINK: Category.CAUSAL_EDGES,
+    EntryType.STRATEGY_FRAGMENT: Category.STRATEGY,
+}
+
+
+@dataclass(frozen=True)
+class LiveItem:
+    """A piece of live state for the workspace; `key` makes a stable state:// source."""
+
+    key: str
+    category: Category
+    text: str
+    importance: float = 0.8
+    untrusted: bool = False
+
+
+@dataclass(frozen=True)
+class Assembly:
+    workspace: CognitiveWorkspace
+    allocations: Mapping[Category, float]
+    policy_revision: int
+    regime_override: bool
+    recall_refused: bool
+
+
+def category_of(hit: Hit) -> Category:
+    if hit.kind == "episode":
+        return Category.EPISODES
+    entry_type = getattr(hit.record, "entry_type", None)
+    return _ENTRY_CATEGORY.get(entry_type, Category.INSIGHTS) if entry_type else \
+        Category.INSIGHTS
+
+
+def hit_candidate(hit: Hit, vitality: float, escalated: bool = False) -> Candidate:
+    category = category_of(hit)
+    curiosity = hit.record.curiosity if isinstance(hit.record, Episode) else 0.0
+    score = attention_score(AttentionInputs(
+        category, relevance=_unit(hit.similarity), importance=_unit(hit.score.importance),
+        confidence=_unit(hit.score.confidence), recency=_unit(hit.score.temporal),
+        curiosity=_unit(max(curiosity, 0.8 if escalated else 0.0)),
+        affect=_unit(hit.score.emotional)), vitality)
+    return Candidate(id=hit.id, category=category, source=hit.uri, text=hit.text,
+                     score=score.total, untrusted=hit.kind == "episode")
+
+
+def live_candidate(item: LiveItem, vitality: float) -> Candidate:
+    score = attention_score(AttentionInputs(item.category, relevance=1.0,
+                                            importance=_unit(item.importance)), vitality)
+    return Candidate(id=f"state:{item.key}", category=item.category,
+                     source=f"state://{item.key}", text=item.text, score=score.total,
+                     untrusted=item.untrusted)
+
+
+class ContextGovernor:
+    """Selects and allocates; it is not a retriever (recall is the Grimoire's)."""
+
+    def __init__(self, grimoire: Grimoire, total_budget: int) -> None:
+        self.grimoire = grimoire
+        self.total_budget = total_budget
+        self.previous: CognitiveWorkspace | None = None
+
+    async def assemble(self, policy: ContextPolicy, *, query: str, live: Sequence[LiveItem],
+                       escalated_ids: Sequence[str], phase: Phase, regime: MarketRegime,
+                       vitality: float = 1.0) -> Assembly:
+        result = await self.grimoire.recall(query, k=min(RECALL_K, 10 * policy.retrieval
+                                                         .max_episode_count))
+        hits: list[Hit] = [] if result.refused else list(result.hits)
+        if not result.refused:
+            hits += [h for h in result.anti_knowledge if h.id not in {x.id for x in hits}]
+        escalated = set(escalated_ids)
+        candidates = [hit_candidate(h, vitality, h.id in escalated) for h in hits
+                      if h.similarity >= policy.retrieval.similarity_threshold
+                      or h.id in escalated or h.is_anti_knowledge]
+        seen = {c.id for c in candidates}
+        for episode in await self._episodes([i for i in escalated_ids if i not in seen]):
+            candidates.append(Candidate(
+                id=episode.id, category=Category.EPISODES,
+                source=f"grimoire://{episode.namespace}/episode/{episode.id}",
+                text=episode.text, untrusted=True,
+                score=attention_score(AttentionInputs(
+                    Category.EPISODES, relevance=0.5, importance=_unit(episode.importance or 0.5),
+                    curiosity=max(0.8, _unit(episode.curiosity))), vitality).total))
+        candidates += [live_candidate(item, vitality) for item in live]
+        allocations = policy.effective(phase=phase, regime=regime)
+        workspace = assemble(candidates, allocations, self.total_budget,
+                             AssemblySettings.from_retrieval(policy.retrieval), self.previous)
+        self.previous = workspace
+        return Assembly(workspace, allocations, policy.revision,
+                        regime in policy.regime_overrides, result.refused)
+
+    async def _episodes(self, ids: Sequence[str]) -> list[Episode]:
+        out = []
+        for eid in ids[:10]:
+            record = await self.grimoire.get(eid)
+            if isinstance(record, Episode):
+                out.append(record)
+        return out
+
+
+def _unit(x: float) -> float:
+    return min(1.0, max(0.0, float(x)))
