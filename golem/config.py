@@ -189,6 +189,32 @@ class ThetaContextSection:
     loop2_every: int = field(default=50, metadata=_check(ge=1, le=100_000))
 
 
+@dataclass(frozen=True)
+class CognitionSection:
+    """Which cognitive tier decides, and the bounds on every model call."""
+
+    # "offline": the deterministic reasoner (no key, no network); "anthropic": the
+    # Messages API, with the key read from api_key_file or the systemd credential
+    # "anthropic_api_key" (never from this file or the environment).
+    provider: Literal["offline", "anthropic"] = "offline"
+    base_url: str = ""
+    api_key_file: str = ""
+    model_t1: str = "claude-haiku-4-5"
+    model_t2: str = "claude-sonnet-4-5"
+    max_tokens_t1: int = field(default=1024, metadata=_check(ge=1, le=64_000))
+    max_tokens_t2: int = field(default=4096, metadata=_check(ge=1, le=64_000))
+    # USD per million tokens: input, output, cache read, cache write.
+    prices_t1: tuple[float, ...] = (1.0, 5.0, 0.1, 1.25)
+    prices_t2: tuple[float, ...] = (3.0, 15.0, 0.3, 3.75)
+    timeout_s: float = field(default=30.0, metadata=_check(gt=0, le=600))
+    max_attempts: int = field(default=3, metadata=_check(ge=1, le=10))
+    daily_cap_usd: float = field(default=2.0, metadata=_check(ge=0))
+    lifetime_cap_usd: float = field(default=50.0, metadata=_check(ge=0))
+    max_tool_rounds: int = field(default=3, metadata=_check(ge=0, le=10))
+    # Escalated events at least this curious call the strong tier (T2).
+    t2_curiosity: float = field(default=0.8, metadata=_check(ge=0, le=1))
+
+
 def _gamma() -> LoopSection:
     return LoopSection(interval_s=10.0, deadline_s=30.0, backoff_max_s=120.0)
 
@@ -217,6 +243,7 @@ class Config:
     chain: ChainSection = field(default_factory=ChainSection)
     cage: CageSection = field(default_factory=CageSection)
     theta_context: ThetaContextSection = field(default_factory=ThetaContextSection)
+    cognition: CognitionSection = field(default_factory=CognitionSection)
     source: Path | None = field(default=None, metadata={"internal": True})
 
     @property
@@ -280,6 +307,7 @@ def _cross_checks(cfg: Config) -> None:
         raise ConfigError(f"grimoire.namespace: {g.namespace!r} is not a valid namespace "
                           "(letters, digits, '-', '_', '.'; 1-64 characters)")
     _check_chain(cfg.chain)
+    _check_cognition(cfg)
     for name in LOOP_NAMES:
         loop = cfg.loop(name)
         if loop.backoff_max_s and loop.backoff_max_s < loop.interval_s:
@@ -287,6 +315,22 @@ def _cross_checks(cfg: Config) -> None:
                 f"{name}.backoff_max_s: must be 0 (no backoff) or >= {name}.interval_s "
                 f"({_fmt(loop.interval_s)}), got {_fmt(loop.backoff_max_s)}"
             )
+
+
+def _check_cognition(cfg: Config) -> None:
+    cog = cfg.cognition
+    for key in ("prices_t1", "prices_t2"):
+        prices = getattr(cog, key)
+        if len(prices) != 4 or any(p < 0 for p in prices):
+            raise ConfigError(f"cognition.{key}: must be 4 prices >= 0 (USD per million "
+                              "tokens: input, output, cache read, cache write)")
+    if cog.timeout_s >= cfg.theta.interval_s:
+        raise ConfigError(f"cognition.timeout_s: must be below theta.interval_s "
+                          f"({_fmt(cfg.theta.interval_s)}), got {_fmt(cog.timeout_s)}")
+    if cog.base_url:
+        problem = watch.url_problem(cog.base_url)
+        if problem or not cog.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"cognition.base_url: {problem or 'must be http(s)://'}")
 
 
 def _check_chain(chain: ChainSection) -> None:
