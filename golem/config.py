@@ -200,7 +200,7 @@ class CognitionSection:
     base_url: str = ""
     api_key_file: str = ""
     model_t1: str = "claude-haiku-4-5"
-    model_t2: str = "claude-sonnet-4-5"
+    model_t2: str = "claude-sonnet-5"
     max_tokens_t1: int = field(default=1024, metadata=_check(ge=1, le=64_000))
     max_tokens_t2: int = field(default=4096, metadata=_check(ge=1, le=64_000))
     # USD per million tokens: input, output, cache read, cache write.

@@ -107,6 +107,16 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     cage = Cage(frozenset(contracts), frozenset(cfg.allowed_assets), cfg.max_notional_usd,
                 cfg.max_position_usd, cfg.max_drawdown, cfg.max_approval)
     governor = ContextGovernor(grimoire, ctx.config.theta_context.total_budget)
+    model = None
+    if ctx.config.cognition.provider == "anthropic":
+        from golem.cognition.keys import load_api_key  # noqa: PLC0415
+        from golem.cognition.model import LEDGER_FILE, ModelCognition  # noqa: PLC0415
+
+        model = ModelCognition.open(ctx.config.cognition, load_api_key(ctx.config),
+                                    data_dir / "cognition" / LEDGER_FILE, grimoire,
+                                    ctx.clock.now)
+        stack.push_async_callback(model.aclose)
     ctx.registry.register("theta", ThetaCycle(
         governor, journal, policies, cage, capture, ctx.events,
-        loop2_every=ctx.config.theta_context.loop2_every))
+        loop2_every=ctx.config.theta_context.loop2_every, model=model,
+        t2_curiosity=ctx.config.cognition.t2_curiosity))

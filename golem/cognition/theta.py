@@ -26,8 +26,10 @@ import structlog
 
 from golem.cognition import offline
 from golem.cognition.cage import Cage, Portfolio, check
+from golem.cognition.decisions import Decision, Malformed
 from golem.cognition.journal import DecisionJournal, Outcome
 from golem.cognition.predictions import score_prediction
+from golem.cognition.tiers import Tier, route_tier
 from golem.events import (
     ContextAssembled,
     ContextCompacted,
@@ -44,11 +46,15 @@ from golem.perception.market import PricePoint, move_phrase
 from golem.runtime.handlers import TickContext, TickCounters
 
 if TYPE_CHECKING:
-    from golem.chain.capture import GammaCapture
+    from golem.chain.capture import Escalation, GammaCapture
+    from golem.cognition.model import ModelCognition
 
 log = structlog.get_logger("golem.theta")
 
 NO_POSITIONS = Portfolio({}, equity_usd=0.0, peak_equity_usd=0.0)
+ANTHROPIC = "anthropic"
+STRATEGY = ("Observe the market, predict price moves over the next ticks, and hold: the "
+            "golem has no positions yet.")
 VOLATILE_STEP = 0.008  # stdev of feed moves above this reads as a volatile market
 _MISSING_WORDS = ((("price", "pool", "position", "liquidity", "feed"), Category.DEFI_SNAPSHOT),
                   (("warning", "risk", "revert", "honeypot"), Category.INVARIANTS),
@@ -79,6 +85,20 @@ def missing_categories(signals: tuple[str, ...]) -> frozenset[str]:
     return frozenset(out)
 
 
+@dataclass(frozen=True)
+class Thought:
+    """What the tier produced this tick (decision None: malformed model output)."""
+
+    decision: Decision | None
+    provider: str
+    model: str
+    status: str
+    cost_usd: float = 0.0
+    note: str = ""
+    problems: tuple[str, ...] = ()
+    cited: frozenset[str] = frozenset()
+
+
 @dataclass
 class ThetaCycle:
     grimoire_governor: ContextGovernor
@@ -88,12 +108,15 @@ class ThetaCycle:
     capture: GammaCapture | None = None
     events: EventBus | None = None
     loop2_every: int = 50
+    model: ModelCognition | None = None
+    t2_curiosity: float = 0.8
     name: str = "theta-decision"
     _regime: MarketRegime | None = field(default=None, init=False)
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
         feed, prices = self._feed()
-        escalated = self._drain_escalations()
+        escalations = self._drain_escalations()
+        escalated = [e.episode_id for e in escalations]
         regime = market_regime(prices)
         phase = Phase.STABLE  # vitality and phases arrive with the mortality issue
         policy = await anyio.to_thread.run_sync(self.policies.latest)
@@ -103,33 +126,78 @@ class ThetaCycle:
         ws = assembly.workspace
         entries = tuple(offline.Entry(p.candidate.source, p.candidate.category.value, p.content)
                         for block in ws.blocks if not block.echo for p in block.items)
-        decision = offline.decide(offline.Situation(feed or "no feed", prices, entries,
-                                                    len(escalated)))
-        verdicts = [check(a, self.cage, NO_POSITIONS) for a in decision.actions]
+        tier = await self._tier([e.curiosity for e in escalations], phase, ws.used)
+        think = await self._think(tier, ws, feed, prices=prices, entries=entries,
+                                  escalated=len(escalated))
+        decision = think.decision
+        verdicts = [check(a, self.cage, NO_POSITIONS) for a in decision.actions] \
+            if decision else []
         latest = prices[-1].price if prices else None
         due = [(p.subject, p.direction, p.magnitude, p.confidence, ctx.tick + p.horizon_ticks,
-                latest) for p in decision.predictions if latest is not None]
+                latest) for p in (decision.predictions if decision else ())
+               if latest is not None]
         by_source = {e.uri: e.category for e in entries}
+        cited = (set(decision.referenced) if decision else set()) | think.cited
         outcome = Outcome(
             ctx.tick, regime.value, assembly.policy_revision,
             injected=frozenset(e.category for e in entries),
-            referenced=frozenset(by_source[u] for u in decision.referenced if u in by_source),
-            missing=missing_categories(decision.missing_context))
+            referenced=frozenset(by_source[u] for u in cited if u in by_source),
+            missing=missing_categories(decision.missing_context if decision else ()),
+            cost_usd=think.cost_usd)
         record = self._record(ctx.tick, assembly, decision, verdicts, escalated=escalated,
                               regime=regime)
+        record.update(provider=think.provider, tier=tier.value, model=think.model,
+                      status=think.status, cost_usd=think.cost_usd, note=think.note,
+                      problems=list(think.problems), cited=sorted(think.cited))
+        summary = (decision.analysis if decision else "malformed model output: "
+                   + "; ".join(think.problems))[:160]
         scored = await anyio.to_thread.run_sync(self._score, ctx.tick, feed, latest)
         await anyio.to_thread.run_sync(lambda: self.journal.record(
-            ctx.tick, ctx.clock.now(), provider=offline.PROVIDER, status="ok",
-            summary=decision.analysis[:160], record=record, predictions=due, outcome=outcome))
+            ctx.tick, ctx.clock.now(), provider=think.provider, status=think.status,
+            summary=summary, record=record, predictions=due, outcome=outcome))
         self._emit_assembly(ctx.tick, assembly, regime)
         self._emit(ContextFeedbackLoop(1, ctx.tick, {
             "injected": sorted(outcome.injected), "referenced": sorted(outcome.referenced),
-            "missing": sorted(outcome.missing), "cost_usd": 0.0}))
+            "missing": sorted(outcome.missing), "cost_usd": think.cost_usd}))
         revised = await self._loop2(ctx.tick, ctx.clock.now(), regime)
         return {"decisions": 1, "predictions": len(due), "scored": scored,
                 "rejected_actions": sum(not v.accepted for v in verdicts),
                 "context_used": ws.used, "context_pressure": round(ws.pressure, 3),
-                "policy_revision": revised or assembly.policy_revision}
+                "policy_revision": revised or assembly.policy_revision,
+                "tier": int(tier.value[1]), "cost_usd": think.cost_usd,
+                "malformed": int(think.status == "malformed")}
+
+    async def _tier(self, curiosities: list[float], phase: Phase, context_tokens: int) -> Tier:
+        if self.model is None:
+            return Tier.T0
+        model = self.model
+        budget = await anyio.to_thread.run_sync(model.budget_left_usd)
+        return route_tier(model_available=model.available(), curiosities=curiosities,
+                          phase=phase, budget_left_usd=budget,
+                          worst_t1_usd=model.worst_usd(Tier.T1, context_tokens),
+                          worst_t2_usd=model.worst_usd(Tier.T2, context_tokens),
+                          t2_curiosity=self.t2_curiosity)
+
+    async def _think(self, tier: Tier, ws: Any, feed: str | None, *,
+                     prices: tuple[PricePoint, ...], entries: tuple[offline.Entry, ...],
+                     escalated: int) -> Thought:
+        """The model's decision for T1/T2 (or why not), else the offline tier's."""
+        situation = offline.Situation(feed or "no feed", prices, entries, escalated)
+        if tier is Tier.T0 or self.model is None:
+            return Thought(offline.decide(situation), offline.PROVIDER, "", "ok")
+        made = await self.model.decide(tier, ws, strategy=STRATEGY,
+                                       situation=self._query(feed, prices))
+        if isinstance(made.decision, Decision):
+            return Thought(made.decision, ANTHROPIC, made.model, "ok", made.cost_usd,
+                           cited=made.cited)
+        if isinstance(made.decision, Malformed):
+            log.warning("malformed model output recorded, not acted on",
+                        problems=list(made.decision.problems))
+            return Thought(None, ANTHROPIC, made.model, "malformed", made.cost_usd,
+                           problems=made.decision.problems, cited=made.cited)
+        log.warning("model unavailable; the offline tier decides this tick", error=made.error)
+        return Thought(offline.decide(situation), offline.PROVIDER, "", "ok", made.cost_usd,
+                       note=f"model unavailable: {made.error}")
 
     # --- inputs --------------------------------------------------------------------
 
@@ -139,12 +207,12 @@ class ThetaCycle:
         feed = sorted(self.capture.prices)[0]
         return feed, self.capture.prices[feed]
 
-    def _drain_escalations(self) -> list[str]:
+    def _drain_escalations(self) -> list[Escalation]:
         if self.capture is None:
             return []
-        ids = [e.episode_id for e in self.capture.escalations]
+        taken = list(self.capture.escalations)
         self.capture.escalations.clear()
-        return ids
+        return taken
 
     @staticmethod
     def _query(feed: str | None, prices: tuple[PricePoint, ...]) -> str:
@@ -171,8 +239,7 @@ class ThetaCycle:
             LiveItem("tool_state", Category.TOOL_STATE,
                      "Tools: query_grimoire, working_memory_note."),
             LiveItem("owner_control", Category.OWNER_CONTROL, "Owner instructions: none."),
-            LiveItem("strategy", Category.STRATEGY, "Strategy: observe the market, predict "
-                     "price moves over the next ticks, hold (no positions yet)."),
+            LiveItem("strategy", Category.STRATEGY, f"Strategy: {STRATEGY}"),
         ]
 
     # --- outputs -------------------------------------------------------------------
@@ -182,13 +249,13 @@ class ThetaCycle:
                 escalated: list[str], regime: MarketRegime) -> dict[str, Any]:
         ws = assembly.workspace
         return {
-            "tick": tick, "provider": offline.PROVIDER, "tier": "T0", "regime": regime.value,
+            "tick": tick, "regime": regime.value,
             "policy_revision": assembly.policy_revision,
             "workspace": {"budget": ws.total_budget, "used": ws.used,
                           "pressure": round(ws.pressure, 4), "compacted": ws.compacted,
                           "reasons": {c.value: asdict(r) for c, r in ws.reasons.items()},
                           "delta_share": ws.delta.share if ws.delta else None},
-            "decision": asdict(decision),
+            "decision": asdict(decision) if decision is not None else None,
             "cage": [{"action": asdict(v.action), "accepted": v.accepted,
                       "reasons": list(v.reasons)} for v in verdicts],
             "escalated": escalated}

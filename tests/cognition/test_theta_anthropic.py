@@ -1,0 +1,138 @@
+"""Theta's anthropic path end to end: the real SDK against the local Messages server,
+driven by a running daemon on the simulated market."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import anyio
+
+from golem.chain.capture import Escalation, GammaCapture
+from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
+from golem.cognition.ledger import SpendLedger
+from golem.cognition.model import LEDGER_FILE
+from golem.config import load_config
+from golem.logging import configure_logging
+from golem.runtime.daemon import Daemon, SetupContext
+from golem.runtime.handlers import HandlerRegistry, TickContext, TickCounters
+from golem.status import collect_status, render_status
+from golem.testing.messages_server import MessagesServer
+from golem.wiring import setup
+
+from ..conftest import REPO, config_text
+
+MODEL = REPO / "models" / "all-minilm-l6-v2-int8"
+KEY = "sk-ant-test-0123456789abcdefghijklmnop"
+DECISION = {"analysis": "Large sells during a falling market; holding.",
+            "predictions": [{"subject": "ETH/USD", "quantity": "price_move",
+                             "direction": "down", "magnitude": 0.01, "confidence": 0.6,
+                             "horizon_ticks": 3}],
+            "actions": [{"kind": "hold", "reason": "observe"}],
+            "referenced": [], "missing_context": ["lending pool health factors"]}
+
+
+class Escalator:
+    """Gamma's stand-in stimulus: one very curious escalation per tick, so Theta calls the
+    strong tier every tick (the simulated market escalates a few events an hour)."""
+
+    name = "test-escalator"
+
+    def __init__(self) -> None:
+        self.capture: GammaCapture | None = None
+
+    async def __call__(self, ctx: TickContext) -> TickCounters | None:
+        assert self.capture is not None
+        self.capture.escalations.append(Escalation(f"missing-{ctx.tick}", 0.95, "test"))
+        return None
+
+
+def test_theta_calls_the_model_with_cached_prefixes_citations_and_a_ledger(
+        tmp_path: Path) -> None:
+    key_file = tmp_path / "anthropic.key"
+    key_file.write_text(KEY)
+    key_file.chmod(0o600)
+    escalator = Escalator()
+
+    async def wired(ctx: SetupContext, stack: AsyncExitStack) -> None:
+        await setup(ctx, stack)
+        capture = ctx.registry.for_loop("gamma")[0]
+        assert isinstance(capture, GammaCapture)
+        escalator.capture = capture
+        ctx.registry.register("gamma", escalator)
+
+    with MessagesServer(default_text=json.dumps(DECISION), min_cache_tokens=256) as api:
+        api.reply_tool_use("query_grimoire", {"query": "large swaps during a crash"})
+        api.reply_text("I am not sure what to do.")  # malformed: no JSON decision
+        path = tmp_path / "golem.toml"
+        path.write_text(config_text({
+            "golem": {"data_dir": "data", "seed": 5},
+            "grimoire": {"model_dir": str(MODEL)},
+            "logging": {"format": "json", "level": "warning"},
+            "theta_context": {"loop2_every": 2},
+            "cognition": {"provider": "anthropic", "base_url": api.url,
+                          "api_key_file": str(key_file), "timeout_s": 10},
+        }))
+        config = load_config(path)
+        daemon = Daemon(config, HandlerRegistry(), stop_after=420, setup=wired)
+        configure_logging("warning", "json", io.StringIO())
+        assert anyio.run(daemon.run, backend_options={"use_uvloop": True}) == 0
+        requests = list(api.requests)
+
+    theta = daemon.loops[1].counters
+    assert theta.ticks == theta.ok == 7
+    # Theta's first tick runs beside Gamma's first (nothing escalated yet: offline T0);
+    # tick 2 used a tool round (two requests), every later tick one request
+    assert len(requests) == 7
+    first, second = requests[0].body, requests[1].body
+    assert first["model"] == config.cognition.model_t2  # curiosity 0.95: the strong tier
+    assert [t["name"] for t in first["tools"]] == ["query_grimoire", "working_memory_note"]
+    assert second["messages"][-1]["content"][0]["type"] == "tool_result"
+    for request in requests:
+        body = json.dumps(request.body)
+        assert KEY not in body and "sk-ant" not in body
+        assert KEY in (request.headers.get("x-api-key", "")
+                       + request.headers.get("authorization", ""))
+        system = request.body["system"]
+        assert any("cache_control" in block for block in system)
+        assert '<untrusted_chain_data source=' not in json.dumps(system)  # no chain data
+        assert "Uniswap V2 Swap on" not in json.dumps(system)
+    # episodes (on-chain renderings) reach the model as citable search results whose
+    # text is an untrusted-data fence
+    user = requests[-1].body["messages"][0]["content"]
+    episodes = [b for b in user if b["type"] == "search_result"
+                and "/episode/" in b["source"]]
+    assert episodes and all(b["citations"] == {"enabled": True} for b in episodes)
+    assert all(b["content"][0]["text"].startswith("<untrusted_chain_data source=")
+               for b in episodes)
+    systems = {json.dumps(r.body["system"]) for r in requests[2:]}
+    assert len(systems) == 1  # a byte-identical stable prefix tick after tick
+
+    conn = sqlite3.connect(config.data_dir / JOURNAL_DIR / JOURNAL_DB)
+    try:
+        rows = conn.execute("SELECT tick, provider, status, record FROM decisions "
+                            "ORDER BY tick").fetchall()
+    finally:
+        conn.close()
+    assert [(t, p) for t, p, _, _ in rows] == [(1, "offline")] + [
+        (t, "anthropic") for t in range(2, 8)]
+    statuses = [s for _, _, s, _ in rows]
+    assert statuses[1] == "malformed" and statuses.count("ok") == 6
+    malformed = json.loads(rows[1][3])
+    assert malformed["decision"] is None and malformed["problems"]
+    ok = json.loads(rows[-1][3])
+    assert ok["tier"] == "T2" and ok["cost_usd"] > 0
+    assert ok["workspace"]["used"] <= ok["workspace"]["budget"]
+
+    cfg = config.cognition
+    from golem.cognition.ledger import ModelPrice  # noqa: PLC0415
+
+    with SpendLedger(config.data_dir / "cognition" / LEDGER_FILE,
+                     {cfg.model_t2: ModelPrice(*cfg.prices_t2)}) as ledger:
+        totals = ledger.totals(now=0.0)
+    assert totals.calls_settled == 7 and totals.open_reservations == 0
+    assert 0 < totals.lifetime_usd <= cfg.daily_cap_usd
+    assert "(anthropic, ok)" in render_status(collect_status(config))
