@@ -13,6 +13,7 @@ from typing import Any
 from golem.chain.cursor import read_cursors
 from golem.cognition.journal import latest as journal_latest
 from golem.config import LOOP_NAMES, Config, speed_label
+from golem.errors import StateError
 from golem.redact import redact_url
 from golem.runtime.duration import format_duration
 from golem.runtime.lock import lock_holder
@@ -40,6 +41,7 @@ def collect_status(config: Config) -> dict[str, Any]:
         "mortality": NOT_BUILT,
         "chain": _chain(config),
         "theta": journal_latest(data_dir) if data_dir.exists() else None,
+        "policy": None,
     }
     store = StateStore.open_readonly(data_dir) if data_dir.exists() else None
     if store is None:
@@ -51,6 +53,7 @@ def collect_status(config: Config) -> dict[str, Any]:
         meta = store.all_meta()
         loops = store.load_loops()
         errors = store.recent_errors(1)
+        report["policy"] = _policy(store)
     finally:
         store.close()
     handlers = meta.get("handlers", {})
@@ -67,6 +70,16 @@ def collect_status(config: Config) -> dict[str, Any]:
         data=_data_sizes(data_dir),
     )
     return report
+
+
+def _policy(store: StateStore) -> dict[str, Any] | None:
+    try:
+        row = store.latest_policy_revision()
+    except StateError:  # a store from before the policy tables: nothing learnt yet
+        return None
+    if row is None:
+        return {"revision": 0, "learnt_at": None}
+    return {"revision": row[0], "learnt_at": iso(row[1])}
 
 
 def _chain(config: Config) -> dict[str, Any]:
@@ -144,7 +157,11 @@ def render_status(report: dict[str, Any]) -> str:
         lines.append(f"  predictions {theta['predictions']} made, {theta['scored']} scored, "
                      f"{theta['hits']} hit" + (f", mean quality {quality:.2f}"
                                                if quality is not None else ""))
-    lines.append("  governor   workspace assembly and policy learning: not built yet")
+    policy = report.get("policy")
+    if policy:
+        lines.append(f"  governor   policy revision {policy['revision']}"
+                     + (f" (learnt {policy['learnt_at']})" if policy.get("learnt_at") else
+                        " (seed defaults)"))
     for c in chain["cursors"]:
         lines.append(f"    chain {c['chain_id']}: captured blocks {c['first_block']}.."
                      f"{c['cursor']} (committed {c['updated_at']})")

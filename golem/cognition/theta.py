@@ -10,8 +10,10 @@ Loop 1 outcome (categories injected and referenced, missing context) are
 journalled in one transaction. Predictions whose horizon passed are scored
 against the price Gamma observed, which gives each outcome its quality. Every
 `loop2_every` ticks, or when the market regime changes, Loop 2 turns scored
-outcomes into a new policy revision (at most 0.02 per category). Nothing here
-acts on chain.
+outcomes into a new policy revision (at most 0.02 per category). I-frame /
+P-frame bookkeeping (seed 002 S2.2) is recorded per tick; the request itself always
+carries the whole changing tail, while the stable layers ride the prompt cache.
+Nothing here acts on chain.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from golem.governor.categories import Category, MarketRegime, Phase
 from golem.governor.feedback import FeedbackSample, run_loop2
 from golem.governor.governor import Assembly, ContextGovernor, LiveItem
 from golem.governor.policy_store import PolicyStore
+from golem.governor.workspace import FrameState, next_frame
 from golem.perception.market import PricePoint, move_phrase
 from golem.runtime.handlers import TickContext, TickCounters
 
@@ -112,6 +115,7 @@ class ThetaCycle:
     t2_curiosity: float = 0.8
     name: str = "theta-decision"
     _regime: MarketRegime | None = field(default=None, init=False)
+    _frame: FrameState | None = field(default=None, init=False)
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
         feed, prices = self._feed()
@@ -124,6 +128,9 @@ class ThetaCycle:
             policy, query=self._query(feed, prices), live=self._live(feed, prices, escalated),
             escalated_ids=escalated, phase=phase, regime=regime)
         ws = assembly.workspace
+        frame = next_frame(self._frame, phase=phase, regime=regime,
+                           delta_share=ws.delta.share if ws.delta else None)
+        self._frame = frame.state
         entries = tuple(offline.Entry(p.candidate.source, p.candidate.category.value, p.content)
                         for block in ws.blocks if not block.echo for p in block.items)
         tier = await self._tier([e.curiosity for e in escalations], phase, ws.used)
@@ -146,7 +153,8 @@ class ThetaCycle:
             cost_usd=think.cost_usd)
         record = self._record(ctx.tick, assembly, decision, verdicts, escalated=escalated,
                               regime=regime)
-        record.update(provider=think.provider, tier=tier.value, model=think.model,
+        record.update(frame={"kind": frame.kind.value, "why": frame.why},
+                      provider=think.provider, tier=tier.value, model=think.model,
                       status=think.status, cost_usd=think.cost_usd, note=think.note,
                       problems=list(think.problems), cited=sorted(think.cited))
         summary = (decision.analysis if decision else "malformed model output: "
@@ -155,7 +163,7 @@ class ThetaCycle:
         await anyio.to_thread.run_sync(lambda: self.journal.record(
             ctx.tick, ctx.clock.now(), provider=think.provider, status=think.status,
             summary=summary, record=record, predictions=due, outcome=outcome))
-        self._emit_assembly(ctx.tick, assembly, regime)
+        self._emit_assembly(ctx.tick, assembly, regime, frame.kind.value)
         self._emit(ContextFeedbackLoop(1, ctx.tick, {
             "injected": sorted(outcome.injected), "referenced": sorted(outcome.referenced),
             "missing": sorted(outcome.missing), "cost_usd": think.cost_usd}))
@@ -260,10 +268,11 @@ class ThetaCycle:
                       "reasons": list(v.reasons)} for v in verdicts],
             "escalated": escalated}
 
-    def _emit_assembly(self, tick: int, assembly: Assembly, regime: MarketRegime) -> None:
+    def _emit_assembly(self, tick: int, assembly: Assembly, regime: MarketRegime,
+                       frame: str) -> None:
         ws = assembly.workspace
         included = sum(r.included for r in ws.reasons.values())
-        self._emit(ContextAssembled(tick, assembly.policy_revision, "full", ws.total_budget,
+        self._emit(ContextAssembled(tick, assembly.policy_revision, frame, ws.total_budget,
                                     ws.used, round(ws.pressure, 4), included,
                                     len(ws.exclusions), ws.delta.share if ws.delta else 1.0))
         if ws.compacted:

@@ -151,6 +151,12 @@ class StateStore:
         rows = self._query(f"SELECT {columns} FROM loops ORDER BY name", ())  # noqa: S608
         return {row[0]: LoopCounters(*row) for row in rows}
 
+    def latest_policy_revision(self) -> tuple[int, float] | None:
+        """(revision, golem time) of the newest learnt context policy, for status."""
+        rows = self._query("SELECT revision, created_at FROM context_policy "
+                           "ORDER BY revision DESC LIMIT 1", ())
+        return (int(rows[0][0]), float(rows[0][1])) if rows else None
+
     def recent_errors(self, limit: int = 10) -> list[ErrorRecord]:
         rows = self._query(
             "SELECT golem_time, wall_time, loop, tick, kind, message FROM errors "

@@ -78,3 +78,11 @@ def test_every_theta_tick_journals_a_decision_and_due_predictions_get_scored(
     finally:
         state.close()
     assert revisions == list(range(1, len(updates) + 1))
+    assert f"governor   policy revision {len(updates)} (learnt" in render_status(
+        collect_status(config))
+    # I-frame / P-frame bookkeeping: the first assembly is an I-frame, deltas follow
+    frames = [json.loads(r[3])["frame"] for r in rows]
+    assert frames[0] == {"kind": "i_frame", "why": "first"}
+    assert {f["kind"] for f in frames} <= {"i_frame", "p_frame"}
+    assert [e["frame"] for e in events if e["kind"] == "context:assembled"] == [
+        f["kind"] for f in frames]
