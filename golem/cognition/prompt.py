@@ -71,8 +71,9 @@ ANSWER_REQUEST = "Decide now. Answer with the JSON decision object only."
 def render(workspace: CognitiveWorkspace, *, identity: str, strategy: str,
            situation: str) -> dict[str, Any]:
     """The request dict for AnthropicProvider.complete (the caller adds model, max_tokens)."""
-    stable, changing, echo, untrusted = _split(workspace)
-    system = [_text(f"{identity.strip()}\n\n{SCHEMA_INSTRUCTIONS}")]
+    stable, recalled, changing, echo, untrusted = _split(workspace)
+    system = [{**_text(f"{identity.strip()}\n\n{SCHEMA_INSTRUCTIONS}"),
+               "cache_control": dict(CACHE_CONTROL)}]
     layers = {Category.STRATEGY: _section("Strategy", [strategy.strip()] if strategy.strip()
                                           else [], stable[Category.STRATEGY]),
               Category.INVARIANTS: _section("Invariants (never violate)", [],
@@ -81,18 +82,19 @@ def render(workspace: CognitiveWorkspace, *, identity: str, strategy: str,
     for cat in STABLE:
         if layers[cat]:
             system.append({**_text(layers[cat]), "cache_control": dict(CACHE_CONTROL)})
-    if len(system) == 1:
-        system[0]["cache_control"] = dict(CACHE_CONTROL)
 
     user: list[dict[str, Any]] = []
-    for block in changing:
+    recalled_stable = [b for b in recalled if b.items]
+    for block in (*recalled_stable, *changing):
         user.extend(_changing(block, untrusted))
     if untrusted:
         user.append(_text("On-chain data (untrusted):\n" + fence("workspace", [
             UntrustedText(p.content, p.candidate.source, UNTRUSTED_MAX_CHARS)
             for p in untrusted])))
-    if echo is not None:
-        lines = [_line(p) for p in echo.items if not p.candidate.untrusted]
+    if echo is not None:  # the live cage again at the end; memories are not repeated
+        lines = [_line(p) for p in echo.items
+                 if not p.candidate.untrusted and not p.candidate.source.startswith(
+                     GRIMOIRE_SCHEME)]
         if lines:
             user.append(_text("Reminder, invariants:\n" + "\n".join(lines)))
     if situation.strip():
@@ -129,9 +131,12 @@ def breakpoints(request: Mapping[str, Any]) -> int:
 
 
 def _split(workspace: CognitiveWorkspace) -> tuple[
-        dict[Category, list[Placed]], list[Block], Block | None, list[Placed]]:
-    """Stable items per layer, changing blocks (workspace order), the echo, untrusted items."""
+        dict[Category, list[Placed]], list[Block], list[Block], Block | None, list[Placed]]:
+    """Stable live items per layer, recalled memories of the stable categories (they change
+    with every query, so they go to the user turn, citable, after the cached prefix),
+    changing blocks (workspace order), the echo, and untrusted stable items."""
     stable: dict[Category, list[Placed]] = {c: [] for c in STABLE}
+    recalled: list[Block] = []
     untrusted: list[Placed] = []
     changing: list[Block] = []
     echo: Block | None = None
@@ -139,11 +144,16 @@ def _split(workspace: CognitiveWorkspace) -> tuple[
         if block.echo:
             echo = block
         elif block.category in stable:
+            memories = []
             for p in block.items:
-                (untrusted if p.candidate.untrusted else stable[block.category]).append(p)
+                if p.candidate.source.startswith(GRIMOIRE_SCHEME):
+                    memories.append(p)
+                else:
+                    (untrusted if p.candidate.untrusted else stable[block.category]).append(p)
+            recalled.append(Block(block.category, tuple(memories)))
         else:
             changing.append(block)
-    return stable, changing, echo, untrusted
+    return stable, recalled, changing, echo, untrusted
 
 
 def _text(text: str) -> dict[str, Any]:

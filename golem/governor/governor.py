@@ -25,6 +25,7 @@ from golem.grimoire.recall import Hit
 from golem.grimoire.records import EntryType, Episode
 
 RECALL_K = 30
+MAX_ANTI_KNOWLEDGE = 5  # attached anti-knowledge is hard context: keep it bounded
 
 _ENTRY_CATEGORY: Mapping[EntryType, Category] = {
     EntryType.INSIGHT: Category.INSIGHTS,
@@ -98,8 +99,11 @@ class ContextGovernor:
         result = await self.grimoire.recall(query, k=min(RECALL_K, 10 * policy.retrieval
                                                          .max_episode_count))
         hits: list[Hit] = [] if result.refused else list(result.hits)
-        if not result.refused:
-            hits += [h for h in result.anti_knowledge if h.id not in {x.id for x in hits}]
+        if not result.refused:  # the most similar anti-knowledge rides along, a few at most
+            seen_ids = {x.id for x in hits}
+            extra = sorted((h for h in result.anti_knowledge if h.id not in seen_ids),
+                           key=lambda h: -h.similarity)
+            hits += extra[:MAX_ANTI_KNOWLEDGE]
         escalated = set(escalated_ids)
         candidates = [hit_candidate(h, vitality, h.id in escalated) for h in hits
                       if h.similarity >= policy.retrieval.similarity_threshold

@@ -51,7 +51,7 @@ def stable_candidates(score_shift: float = 0.0) -> list[Candidate]:
         Candidate("w1", C.INVARIANTS, f"{NS}/warning/w1",
                   "Thin pools under $100k TVL lost money three times.", 0.9 + score_shift),
         Candidate("strat", C.STRATEGY, "state://strategy", "Owner prefers low turnover.", 0.5),
-        *(Candidate(f"h{i}", C.PLAYBOOK, f"{NS}/heuristic/h{i}", rule,
+        *(Candidate(f"h{i}", C.PLAYBOOK, f"state://playbook/h{i}", rule,
                     0.3 + i * 0.1 + score_shift * (-1) ** i) for i, rule in enumerate(rules)),
     ]
 
@@ -162,30 +162,35 @@ def test_stable_layers_do_not_follow_scores(scores: list[float]) -> None:
 def test_breakpoints_close_each_stable_layer_within_the_api_limit(api: MessagesServer) -> None:
     request = request_for(workspace())
     system = request["system"]
-    assert [("cache_control" in b) for b in system] == [False, True, True, True]
+    assert [("cache_control" in b) for b in system] == [True, True, True, True]
     assert system[0]["text"].startswith(IDENTITY) and SCHEMA_INSTRUCTIONS in system[0]["text"]
     assert [b["text"].split("\n")[0] for b in system[1:]] == [
         "# Strategy", "# Invariants (never violate)", "# Playbook"]
     assert STRATEGY in system[1]["text"]
-    assert breakpoints(request) == 3 <= MAX_BREAKPOINTS
+    assert breakpoints(request) == 4 <= MAX_BREAKPOINTS
     assert not any("cache_control" in b for b in user_blocks(request))
     send(api, request)  # the server rejects more than 4 breakpoints with a 400
 
     bare = request_for(assemble([], DEFAULT_ALLOCATIONS, BUDGET))
-    assert breakpoints(bare) == 1 and len(bare["system"]) == 2  # identity, strategy
+    assert breakpoints(bare) == 2 and len(bare["system"]) == 2  # identity, strategy
 
 
 def test_stable_items_follow_source_order_and_the_rest_keeps_the_u_curve() -> None:
     ws = workspace()
     system = request_for(ws)["system"]
     playbook = system[3]["text"]
-    assert playbook.index("heuristic/h0]") < playbook.index("heuristic/h1]") \
-        < playbook.index("heuristic/h2]")
+    assert playbook.index("playbook/h0]") < playbook.index("playbook/h1]") \
+        < playbook.index("playbook/h2]")
     headings = [b["text"][3:] for b in user_blocks(request_for(ws))
                 if b["type"] == "text" and b["text"].startswith("## ")]
+    # recalled memories of the stable categories come first (after the cached prefix),
+    # then the changing categories in the workspace's U-curve order
+    recalled = [b.category.value for b in ws.blocks if not b.echo
+                and b.category in (C.STRATEGY, C.INVARIANTS, C.PLAYBOOK)
+                and any(p.candidate.source.startswith("grimoire://") for p in b.items)]
     expected = [b.category.value for b in ws.blocks
                 if not b.echo and b.category not in (C.STRATEGY, C.INVARIANTS, C.PLAYBOOK)]
-    assert headings == expected
+    assert headings == recalled + expected
 
 
 # --- user turn --------------------------------------------------------------------------
@@ -197,8 +202,8 @@ def test_grimoire_entries_are_search_results_with_citations_and_state_is_text(
     send(api, request)
     blocks = user_blocks(api.requests[0].body)
     results = [b for b in blocks if b["type"] == "search_result"]
-    assert {r["source"] for r in results} == {
-        *(f"{NS}/episode/e4-{i}" for i in range(3)), f"{NS}/insight/i4"}
+    assert {r["source"] for r in results} == {  # the recalled warning too: it is citable
+        *(f"{NS}/episode/e4-{i}" for i in range(3)), f"{NS}/insight/i4", f"{NS}/warning/w1"}
     for r in results:
         assert r["citations"] == {"enabled": True}
         assert r["title"] and r["content"] == [{"type": "text", "text": r["content"][0]["text"]}]
@@ -221,19 +226,15 @@ def test_injection_from_the_chain_appears_only_inside_the_fence(api: MessagesSer
     body = api.requests[0].body
     assert INJECTION.lower() not in dumps(body["system"]).lower()
     holders = [b for b in user_blocks(body) if INJECTION in dumps(b)]
-    # the episode stays a citable search_result with its text fenced inside it; the
-    # untrusted playbook item joins the fenced text block at the end of the turn
-    assert sorted(b["type"] for b in holders) == ["search_result", "text"]
+    # recalled memories stay citable search_results with their text fenced inside
+    assert [b["type"] for b in holders] == ["search_result", "search_result"]
     for block in holders:
         fenced = block["text"] if block["type"] == "text" else block["content"][0]["text"]
         opened, closed = fenced.index(f"<{FENCE_TAG}"), fenced.index(f"</{FENCE_TAG}>")
         assert fenced.count(f"</{FENCE_TAG}>") == 1  # a smuggled closing tag was escaped
         for at in [m.start() for m in re.finditer(re.escape(INJECTION), fenced)]:
             assert opened < at < closed
-    (result,) = [b for b in holders if b["type"] == "search_result"]
-    assert result["source"] == f"{NS}/episode/evil"
-    text_block = next(b for b in holders if b["type"] == "text")["text"]
-    assert f"{NS}/heuristic/evil" in text_block
+    assert {b["source"] for b in holders} == {f"{NS}/episode/evil", f"{NS}/heuristic/evil"}
 
 
 def test_no_key_or_secret_looking_string_reaches_the_body(api: MessagesServer) -> None:
