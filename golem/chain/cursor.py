@@ -16,6 +16,7 @@ from typing import Any
 
 from golem.chain.reorg import BlockWindow
 from golem.errors import StateError
+from golem.runtime.state import connect_durable
 
 CAPTURE_DB = "capture.db"
 
@@ -68,16 +69,7 @@ class CaptureStore:
     @classmethod
     def open(cls, folder: Path) -> CaptureStore:
         path = folder / CAPTURE_DB
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA busy_timeout=5000")
-            conn.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise StateError(f"{path}: cannot open the capture store: {exc}") from None
-        return cls(conn, path)
+        return cls(connect_durable(path, "the capture store", _SCHEMA), path)
 
     def close(self) -> None:
         self._conn.close()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from golem.errors import StateError
+from golem.runtime.state import connect_durable
 
 JOURNAL_DIR = "cognition"
 JOURNAL_DB = "decisions.db"
@@ -90,17 +91,8 @@ class DecisionJournal:
 
     @classmethod
     def open(cls, data_dir: Path) -> DecisionJournal:
-        folder = data_dir / JOURNAL_DIR
-        path = folder / JOURNAL_DB
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise StateError(f"{path}: cannot open the decision journal: {exc}") from None
-        return cls(conn, path)
+        path = data_dir / JOURNAL_DIR / JOURNAL_DB
+        return cls(connect_durable(path, "the decision journal", _SCHEMA), path)
 
     def close(self) -> None:
         self._conn.close()

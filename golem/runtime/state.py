@@ -67,6 +67,23 @@ MIGRATIONS: tuple[str, ...] = (
 ERRORS_KEPT = 200
 
 
+def connect_durable(path: Path, what: str, schema: str = "") -> sqlite3.Connection:
+    """A SQLite connection for state that must survive a crash: WAL, synchronous=FULL,
+    autocommit (callers BEGIN IMMEDIATE themselves), usable from worker threads.
+    `schema` (idempotent DDL) is applied; failures are StateError naming `what`."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA busy_timeout=5000")
+        if schema:
+            conn.executescript(schema)
+    except (OSError, sqlite3.Error) as exc:
+        raise StateError(f"{path}: cannot open {what}: {exc}") from None
+    return conn
+
+
 @dataclass
 class LoopCounters:
     """Per-loop progress, persisted so a restart resumes numbering and schedule."""
@@ -109,13 +126,11 @@ class StateStore:
     @classmethod
     def open(cls, data_dir: Path) -> StateStore:
         path = data_dir / STATE_FILE
+        conn = connect_durable(path, "state store")
         try:
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA busy_timeout=5000")
             _migrate(conn)
         except sqlite3.Error as exc:
+            conn.close()
             raise StateError(f"{path}: cannot open state store: {exc}") from None
         return cls(conn, path)
 

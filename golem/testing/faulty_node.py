@@ -32,6 +32,8 @@ from typing import Any, Literal, TypeVar
 import aiohttp
 from aiohttp import web
 
+from golem.testing.loop_thread import LoopThread
+
 FailHow = Literal["503", "drop"]
 MalformHow = Literal["no_block_hash", "bad_hex"]
 RANGE_CODE = -32005
@@ -62,7 +64,7 @@ class FaultyNode:
         self._behind_left: int | None = None
         self._down = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._runtime = LoopThread("faulty-node")
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -134,41 +136,12 @@ class FaultyNode:
     # --- life cycle ---------------------------------------------------------------
 
     def start(self) -> FaultyNode:
-        if self._thread is not None:
-            raise RuntimeError("the proxy is already running")
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            try:
-                loop.run_until_complete(self._open())
-            except BaseException as exc:
-                failure.append(exc)
-                ready.set()
-                loop.close()
-                return
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(self._close())
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="faulty-node", daemon=True)
-        self._thread.start()
-        ready.wait(10.0)
-        if failure or not ready.is_set():
-            self._thread.join(1.0)
-            self._thread = None
-            raise RuntimeError(f"the proxy did not start: {failure or 'timeout'}")
+        self._runtime.start(self._open, self._close)
+        self._loop = self._runtime.loop
         return self
 
     def stop(self) -> None:
-        thread, self._thread = self._thread, None
-        if thread is None or self._loop is None:
-            return
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        thread.join(10.0)
+        self._runtime.stop()
 
     def __enter__(self) -> FaultyNode:
         return self.start()
@@ -178,7 +151,7 @@ class FaultyNode:
         self.stop()
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        if self._loop is None or self._thread is None:
+        if self._loop is None or not self._runtime.running:
             coro.close()
             raise RuntimeError("the proxy is not running")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(10.0)

@@ -41,6 +41,8 @@ from typing import Any
 
 from aiohttp import web
 
+from golem.testing.loop_thread import LoopThread
+
 MAX_BREAKPOINTS = 4
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                 403: "permission_error", 404: "not_found_error", 413: "request_too_large",
@@ -200,7 +202,7 @@ class MessagesServer:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._runtime = LoopThread("messages-server")
         self._runner: web.AppRunner | None = None
         self._release: asyncio.Event | None = None
 
@@ -243,47 +245,16 @@ class MessagesServer:
     # --- life cycle ---------------------------------------------------------------------
 
     def start(self) -> MessagesServer:
-        if self._thread is not None:
-            raise RuntimeError("the server is already running")
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            try:
-                loop.run_until_complete(self._open())
-            except BaseException as exc:
-                failure.append(exc)
-                ready.set()
-                loop.close()
-                return
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(self._close())
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="messages-server", daemon=True)
-        self._thread.start()
-        ready.wait(10.0)
-        if failure or not ready.is_set():
-            self._thread.join(1.0)
-            self._thread = None
-            raise RuntimeError(f"the server did not start: {failure or 'timeout'}")
+        self._runtime.start(self._open, self._close)
+        self._loop = self._runtime.loop
         return self
 
     def stop(self) -> None:
-        thread, self._thread = self._thread, None
-        if thread is None or self._loop is None:
-            return
-        self._loop.call_soon_threadsafe(self._stop_loop)
-        thread.join(10.0)
+        self._runtime.stop(before=self._release_hangs)
 
-    def _stop_loop(self) -> None:
+    def _release_hangs(self) -> None:
         if self._release is not None:
             self._release.set()
-        assert self._loop is not None
-        self._loop.stop()
 
     def __enter__(self) -> MessagesServer:
         return self.start()
