@@ -45,6 +45,7 @@ from golem.governor.feedback import FeedbackSample, run_loop2
 from golem.governor.governor import Assembly, ContextGovernor, LiveItem
 from golem.governor.policy_store import PolicyStore
 from golem.governor.workspace import FrameState, next_frame
+from golem.grimoire.memory_file import read_text
 from golem.perception.market import PricePoint, move_phrase
 from golem.runtime.handlers import TickContext, TickCounters
 
@@ -124,8 +125,10 @@ class ThetaCycle:
         regime = market_regime(prices)
         phase = Phase.STABLE  # vitality and phases arrive with the mortality issue
         policy = await anyio.to_thread.run_sync(self.policies.latest)
+        live = [*self._live(feed, prices, escalated),
+                *await anyio.to_thread.run_sync(self._memory_files)]
         assembly = await self.grimoire_governor.assemble(
-            policy, query=self._query(feed, prices), live=self._live(feed, prices, escalated),
+            policy, query=self._query(feed, prices), live=live,
             escalated_ids=escalated, phase=phase, regime=regime)
         ws = assembly.workspace
         frame = next_frame(self._frame, phase=phase, regime=regime,
@@ -249,6 +252,27 @@ class ThetaCycle:
             LiveItem("owner_control", Category.OWNER_CONTROL, "Owner instructions: none."),
             LiveItem("strategy", Category.STRATEGY, f"Strategy: {STRATEGY}"),
         ]
+
+    def _memory_files(self) -> list[LiveItem]:
+        """Working memory (MEMORY.md, rewritten only by the dream cycle: stable, so it rides
+        the cached prefix), PLAYBOOK.md (stable, one writer), and the scratch notes taken
+        since the last rewrite (they change as the model notes things: soft context)."""
+        grimoire = self.grimoire_governor.grimoire
+        items = []
+        memory = read_text(grimoire.memory_path, errors="replace")
+        if memory and memory.strip():
+            items.append(LiveItem("working_memory", Category.STRATEGY,
+                                  "Working memory (MEMORY.md):\n" + memory.strip()[:8000]))
+        playbook = grimoire.playbook.read()
+        if playbook.strip():
+            items.append(LiveItem("playbook", Category.PLAYBOOK,
+                                  "PLAYBOOK.md:\n" + playbook.strip()[:8000], importance=0.9))
+        notes = grimoire.scratch.read()[-10:]
+        if notes:
+            items.append(LiveItem("scratch", Category.TOOL_STATE, "Scratch notes (newest last):\n"
+                                  + "\n".join(n.prompt_line() for n in notes),
+                                  importance=0.6, untrusted=True))
+        return items
 
     # --- outputs -------------------------------------------------------------------
 
