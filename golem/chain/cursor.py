@@ -16,7 +16,7 @@ from typing import Any
 
 from golem.chain.reorg import BlockWindow
 from golem.errors import StateError
-from golem.runtime.state import connect_durable
+from golem.runtime.state import connect_durable, durable_write
 
 CAPTURE_DB = "capture.db"
 
@@ -123,13 +123,5 @@ class CaptureStore:
         return row
 
     def _write(self, sql: str, args: tuple[object, ...]) -> None:
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.execute(sql, args)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StateError(f"{self.path}: write failed: {exc}") from None
+        with durable_write(self._conn, self.path) as conn:
+            conn.execute(sql, args)

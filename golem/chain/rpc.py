@@ -36,6 +36,7 @@ class RpcReader:
     """A node over HTTP(S) or WS(S); the URL scheme picks the transport."""
 
     def __init__(self, url: str, timeout_s: float) -> None:
+        self._chain_id: int | None = None
         self.rpc: HttpRpc | WsRpc = (WsRpc(url, timeout_s) if url.startswith(("ws:", "wss:"))
                                      else HttpRpc(url, timeout_s))
 
@@ -68,8 +69,6 @@ class RpcReader:
                 raise LogRangeRefused(str(exc)) from None
             raise
         return logs_of(raw, await self._cached_chain_id(), lo, hi)
-
-    _chain_id: int | None = None
 
     async def _cached_chain_id(self) -> int:
         if self._chain_id is None:

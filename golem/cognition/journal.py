@@ -8,7 +8,6 @@ next to it, so decision quality survives restarts.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from golem.errors import StateError
-from golem.runtime.state import connect_durable
+from golem.runtime.state import connect_durable, durable_write
 
 JOURNAL_DIR = "cognition"
 JOURNAL_DB = "decisions.db"
@@ -104,26 +103,20 @@ class DecisionJournal:
         """One decision, its predictions (subject, direction, magnitude, confidence, due
         tick, baseline price) and its Loop 1 outcome in one transaction; a replayed tick
         replaces its rows."""
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
+        with durable_write(self._conn, self.path) as conn:
             if outcome is not None:
-                self._conn.execute(
+                conn.execute(
                     "INSERT OR REPLACE INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 0)",
                     (tick, outcome.regime, outcome.policy_revision,
                      json.dumps(sorted(outcome.injected)), json.dumps(sorted(outcome.referenced)),
                      json.dumps(sorted(outcome.missing)), outcome.cost_usd))
-            self._conn.execute(
-                "INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?)",
-                (tick, golem_time, provider, status, summary, json.dumps(record)))
-            self._conn.execute("DELETE FROM predictions WHERE tick = ?", (tick,))
-            self._conn.executemany(
+            conn.execute("INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?)",
+                         (tick, golem_time, provider, status, summary, json.dumps(record)))
+            conn.execute("DELETE FROM predictions WHERE tick = ?", (tick,))
+            conn.executemany(
                 "INSERT INTO predictions (tick, subject, direction, magnitude, confidence, "
                 "due_tick, baseline) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(tick, *p) for p in predictions])
-            self._conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._rollback()
-            raise StateError(f"{self.path}: write failed: {exc}") from None
 
     def due(self, tick: int) -> list[OpenPrediction]:
         rows = self._read(
@@ -134,20 +127,15 @@ class DecisionJournal:
     def settle(self, scores: list[tuple[int, float, float, bool]]) -> None:
         """(prediction id, actual price, quality, direction hit) for scored predictions;
         each decision's outcome quality becomes the mean of its scored predictions."""
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany(
+        with durable_write(self._conn, self.path) as conn:
+            conn.executemany(
                 "UPDATE predictions SET actual = ?, quality = ?, hit = ? WHERE id = ?",
                 [(actual, quality, int(hit), pid) for pid, actual, quality, hit in scores])
-            self._conn.executemany(
+            conn.executemany(
                 "UPDATE outcomes SET quality = (SELECT AVG(p.quality) FROM predictions p "
                 "WHERE p.tick = outcomes.tick AND p.quality IS NOT NULL) "
                 "WHERE tick = (SELECT tick FROM predictions WHERE id = ?)",
                 [(pid,) for pid, *_ in scores])
-            self._conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._rollback()
-            raise StateError(f"{self.path}: write failed: {exc}") from None
 
     def unlearned_outcomes(self) -> list[Outcome]:
         """Scored outcomes Loop 2 has not learnt from yet (scoring lags by the horizon)."""
@@ -165,19 +153,10 @@ class DecisionJournal:
 
     def set_loop_tick(self, name: str, tick: int, learned: tuple[int, ...] = ()) -> None:
         """Record a loop run and mark the outcomes it learnt from, in one transaction."""
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.execute("INSERT OR REPLACE INTO loops VALUES (?, ?)", (name, tick))
-            self._conn.executemany("UPDATE outcomes SET learned = 1 WHERE tick = ?",
-                                   [(t,) for t in learned])
-            self._conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._rollback()
-            raise StateError(f"{self.path}: write failed: {exc}") from None
-
-    def _rollback(self) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            self._conn.execute("ROLLBACK")
+        with durable_write(self._conn, self.path) as conn:
+            conn.execute("INSERT OR REPLACE INTO loops VALUES (?, ?)", (name, tick))
+            conn.executemany("UPDATE outcomes SET learned = 1 WHERE tick = ?",
+                             [(t,) for t in learned])
 
     def _read(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:

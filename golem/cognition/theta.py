@@ -27,7 +27,7 @@ import anyio.to_thread
 import structlog
 
 from golem.cognition import offline
-from golem.cognition.cage import Cage, Portfolio, check
+from golem.cognition.cage import Cage, Portfolio, Verdict, check
 from golem.cognition.decisions import Decision, Malformed
 from golem.cognition.journal import DecisionJournal, Outcome
 from golem.cognition.predictions import score_prediction
@@ -277,7 +277,8 @@ class ThetaCycle:
     # --- outputs -------------------------------------------------------------------
 
     @staticmethod
-    def _record(tick: int, assembly: Assembly, decision: Any, verdicts: list[Any], *,
+    def _record(tick: int, assembly: Assembly, decision: Decision | None,
+                verdicts: list[Verdict], *,
                 escalated: list[str], regime: MarketRegime) -> dict[str, Any]:
         ws = assembly.workspace
         return {

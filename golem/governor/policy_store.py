@@ -16,7 +16,7 @@ from golem.errors import StateError
 from golem.governor.categories import Category, MarketRegime
 from golem.governor.feedback import BetaTable
 from golem.governor.policy import ContextPolicy, default_policy
-from golem.runtime.state import StateStore
+from golem.runtime.state import StateStore, durable_write
 
 _TABLES = ("context_policy", "context_beta")
 
@@ -84,26 +84,17 @@ class PolicyStore:
         body = json.dumps(policy.to_dict(), sort_keys=True, allow_nan=False)
         beta_rows = [(r.value, c.value, a, b, policy.revision)
                      for (r, c), (a, b) in sorted(betas.params.items())]
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                newest = self._conn.execute(
-                    "SELECT MAX(revision) FROM context_policy").fetchone()[0]
-                if newest is not None and policy.revision <= newest:
-                    raise StateError(f"{self.path}: policy revision {policy.revision} is not "
-                                     f"newer than stored revision {newest}")
-                self._conn.execute(
-                    "INSERT INTO context_policy (revision, policy, created_at) VALUES (?, ?, ?)",
-                    (policy.revision, body, created_at))
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO context_beta (regime, category, alpha, beta, revision)"
-                    " VALUES (?, ?, ?, ?, ?)", beta_rows)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StateError(f"{self.path}: policy write failed: {exc}") from None
+        with durable_write(self._conn, self.path, "policy write") as conn:
+            newest = conn.execute("SELECT MAX(revision) FROM context_policy").fetchone()[0]
+            if newest is not None and policy.revision <= newest:
+                raise StateError(f"{self.path}: policy revision {policy.revision} is not "
+                                 f"newer than stored revision {newest}")
+            conn.execute(
+                "INSERT INTO context_policy (revision, policy, created_at) VALUES (?, ?, ?)",
+                (policy.revision, body, created_at))
+            conn.executemany(
+                "INSERT OR REPLACE INTO context_beta (regime, category, alpha, beta, revision)"
+                " VALUES (?, ?, ?, ?, ?)", beta_rows)
 
     def _read(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:

@@ -7,9 +7,10 @@ written by a newer build is refused rather than guessed at.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -186,28 +187,25 @@ class StateStore:
     ) -> None:
         """One transaction: loop counters, meta values and new error records."""
         placeholders = ", ".join("?" for _ in _LOOP_COLUMNS)
-        try:
-            with self._transaction() as conn:
+        with durable_write(self._conn, self.path) as conn:
+            conn.executemany(
+                f"INSERT OR REPLACE INTO loops ({', '.join(_LOOP_COLUMNS)}) "  # noqa: S608
+                f"VALUES ({placeholders})",
+                [tuple(asdict(c).values()) for c in loops],
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                [(k, json.dumps(v)) for k, v in (meta or {}).items()],
+            )
+            new_errors = [(e.golem_time, e.wall_time, e.loop, e.tick, e.kind, e.message)
+                          for e in errors]
+            if new_errors:
                 conn.executemany(
-                    f"INSERT OR REPLACE INTO loops ({', '.join(_LOOP_COLUMNS)}) "  # noqa: S608
-                    f"VALUES ({placeholders})",
-                    [tuple(asdict(c).values()) for c in loops],
-                )
-                conn.executemany(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                    [(k, json.dumps(v)) for k, v in (meta or {}).items()],
-                )
-                new_errors = [(e.golem_time, e.wall_time, e.loop, e.tick, e.kind, e.message)
-                              for e in errors]
-                if new_errors:
-                    conn.executemany(
-                        "INSERT INTO errors (golem_time, wall_time, loop, tick, kind, message) "
-                        "VALUES (?, ?, ?, ?, ?, ?)", new_errors)
-                    conn.execute(
-                        "DELETE FROM errors WHERE id <= (SELECT MAX(id) FROM errors) - ?",
-                        (ERRORS_KEPT,))
-        except sqlite3.Error as exc:
-            raise StateError(f"{self.path}: write failed: {exc}") from exc
+                    "INSERT INTO errors (golem_time, wall_time, loop, tick, kind, message) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", new_errors)
+                conn.execute(
+                    "DELETE FROM errors WHERE id <= (SELECT MAX(id) FROM errors) - ?",
+                    (ERRORS_KEPT,))
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
@@ -215,20 +213,27 @@ class StateStore:
         except sqlite3.Error as exc:
             raise StateError(f"{self.path}: read failed: {exc}") from exc
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._conn)
 
 
-class _Transaction:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self._conn.execute("BEGIN IMMEDIATE")
-        return self._conn
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+@contextlib.contextmanager
+def durable_write(conn: sqlite3.Connection, path: Path,
+                  what: str = "write") -> Iterator[sqlite3.Connection]:
+    """One BEGIN IMMEDIATE ... COMMIT on an autocommit connection. Any exception rolls
+    back (so the connection is never left inside a transaction); SQLite's own errors
+    come out as StateError naming the file."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as exc:
+        raise StateError(f"{path}: {what} failed: {exc}") from None
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            raise StateError(f"{path}: {what} failed: {exc}") from None
+        raise
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
