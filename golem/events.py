@@ -256,3 +256,68 @@ class ContextPolicyUpdated(Event):
     revision: int
     delta: dict[str, float]
     samples: int
+
+
+@dataclass(frozen=True)
+class ConsolidationCompleted(Event):
+    """One consolidation run (seed 000 ConsolidationReport, as an event)."""
+
+    kind: ClassVar[str] = "delta:consolidation"
+    tick: int
+    episodes_replayed: int
+    episodes_verified: int
+    clusters: int
+    facts_created: int
+    facts_reinforced: int
+    facts_quarantined: int
+    decayed: int
+    forgotten: int
+    model_assisted: bool
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class CuratorCycleComplete(Event):
+    """The curator validated, pruned, compressed and cross-referenced (seed 000)."""
+
+    kind: ClassVar[str] = "delta:curator"
+    tick: int
+    entries_pruned: int
+    entries_promoted: int
+    entries_archived: int
+    heuristics_proposed: int
+
+
+@dataclass(frozen=True)
+class DreamCycleComplete(Event):
+    """NREM replay and REM counterfactuals ran; what they staged."""
+
+    kind: ClassVar[str] = "delta:dream"
+    tick: int
+    replayed: int
+    residuals: int
+    hypotheses_staged: int
+    mutations_staged: int
+
+
+@dataclass(frozen=True)
+class PolicyMutationChanged(Event):
+    """A Loop 3 ContextPolicyMutation was staged, put on trial, validated or refuted."""
+
+    kind: ClassVar[str] = "context:mutation"
+    mutation_id: str
+    status: str
+    delta: dict[str, float]
+    confidence: float
+    detail: str
+
+
+@dataclass(frozen=True)
+class WorkingMemoryRewritten(Event):
+    """MEMORY.md was rewritten by the dream cycle, or the rewrite was rejected."""
+
+    kind: ClassVar[str] = "memory:rewrite"
+    accepted: bool
+    version: str
+    notes_consumed: int
+    problems: list[str] = field(default_factory=list)
