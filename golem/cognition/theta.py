@@ -127,8 +127,9 @@ class ThetaCycle:
         policy = await anyio.to_thread.run_sync(self.policies.latest)
         live = [*self._live(feed, prices, escalated),
                 *await anyio.to_thread.run_sync(self._memory_files)]
+        query = self._query(feed, prices)
         assembly = await self.grimoire_governor.assemble(
-            policy, query=self._query(feed, prices), live=live,
+            policy, query=query, live=live,
             escalated_ids=escalated, phase=phase, regime=regime)
         ws = assembly.workspace
         frame = next_frame(self._frame, phase=phase, regime=regime,
@@ -156,7 +157,10 @@ class ThetaCycle:
             cost_usd=think.cost_usd)
         record = self._record(ctx.tick, assembly, decision, verdicts, escalated=escalated,
                               regime=regime)
-        record.update(frame={"kind": frame.kind.value, "why": frame.why},
+        # query, phase and live items let Loop 3 re-assemble this tick under other policies
+        record.update(query=query, phase=phase.value,
+                      live=[asdict(item) for item in live],
+                      frame={"kind": frame.kind.value, "why": frame.why},
                       provider=think.provider, tier=tier.value, model=think.model,
                       status=think.status, cost_usd=think.cost_usd, note=think.note,
                       problems=list(think.problems), cited=sorted(think.cited))
