@@ -130,7 +130,7 @@ def measure(n: int, directory: Path, queries: int) -> dict[str, Any]:
     def bare(q: np.ndarray) -> object:
         return (table.search(q).distance_type("cosine")
                 .where("namespace IN ('main')", prefilter=True)
-                .minimum_nprobes(store.nprobes).maximum_nprobes(0)
+                .nprobes(store.nprobes)
                 .select(columns).limit(10).to_arrow())
 
     def ours(q: np.ndarray) -> object:

@@ -28,6 +28,9 @@ from golem.grimoire.signature import ModelSignature
 
 META_FILE = "store.json"
 META_FORMAT = 1
+# IVF_SQ sized by target partition size (kind 1, unnamed, was sized by a partition count
+# that LanceDB's optimize() collapsed to a handful of partitions).
+INDEX_KIND = "ivf_sq_target_size"
 TABLE_PREFIX = "episodes-"
 TABLE_SUFFIX = ".lance"
 
@@ -37,10 +40,13 @@ class StoreMeta:
     table: str  # LanceDB table name (directory is <table>.lance)
     signature: ModelSignature
     index_rows: int | None = None  # row count when the vector index was last trained
+    # How that index was built; an index of an older kind is retrained (INDEX_KIND).
+    index_kind: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": META_FORMAT, "table": self.table,
-                "signature": self.signature.to_dict(), "index_rows": self.index_rows}
+                "signature": self.signature.to_dict(), "index_rows": self.index_rows,
+                "index_kind": self.index_kind}
 
 
 def new_table_name(signature: ModelSignature) -> str:
@@ -66,7 +72,10 @@ def read_meta(directory: Path) -> StoreMeta | None:
         index_rows = data.get("index_rows")
         if index_rows is not None and (not isinstance(index_rows, int) or index_rows < 0):
             raise ValueError(f"bad index_rows {index_rows!r}")
-        return StoreMeta(table, ModelSignature.from_dict(data["signature"]), index_rows)
+        kind = data.get("index_kind")
+        if kind is not None and not isinstance(kind, str):
+            raise ValueError(f"bad index_kind {kind!r}")
+        return StoreMeta(table, ModelSignature.from_dict(data["signature"]), index_rows, kind)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StoreCorrupt(f"episode store {path} is corrupt: {exc}") from None
 

@@ -114,8 +114,9 @@ class RecallRequest:
     filters: RecallFilters
     pad: Pad | None
     now: float
-    # The episode full-text search, started before the query was embedded.
-    episode_text: Future[list[tuple[Episode, float, np.ndarray]]] | None = None
+    # The episode full-text search (id, BM25, row address), started before the query
+    # was embedded.
+    episode_text: Future[list[tuple[str, float, int]]] | None = None
 
 
 @dataclass
@@ -123,7 +124,9 @@ class Candidate:
     """A record gathered from any candidate list, before scoring."""
 
     kind: HitKind
-    record: Episode | SemanticEntry
+    id: str
+    # None: an episode the searches returned by id, read only if fusion keeps it.
+    record: Episode | SemanticEntry | None = None
     similarity: float = 0.0
     dense_rank: int | None = None
     lexical_rank: int | None = None
@@ -131,7 +134,7 @@ class Candidate:
 
     @property
     def key(self) -> str:
-        return f"{self.kind}:{self.record.id}"
+        return f"{self.kind}:{self.id}"
 
 
 def cosine(query: np.ndarray, vector: np.ndarray) -> float:
