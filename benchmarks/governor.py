@@ -394,17 +394,26 @@ def tokens(body: dict[str, Any]) -> int:
     return sum(approx_tokens(t) for t, _ in prompt_elements(body))
 
 
+TAIL_STARTS = ("Reminder, invariants", "# Situation", ANSWER_REQUEST)
+
+
 def where_tokens_go(body: dict[str, Any]) -> dict[str, int]:
+    """Tokens by part: tools, system, the frame (up to its breakpoint), the delta after
+    it (P-frames), the tail (echo, situation, request), and tool-round messages."""
     out: dict[str, int] = {}
-    for text, _ in prompt_elements(body):
-        tag, *_, block = json.loads(text)
-        key = {"tool": "tools", "system": "system"}.get(tag, "user_other")
-        if key == "system" and "# Invariants" in block.get("text", "")[:40]:
-            key = "system_invariants"
-        elif key == "user_other" and block.get("type") == "search_result":
-            key = "user_search_results"
-        elif key == "user_other" and block.get("text", "").startswith("Reminder, invariants"):
-            key = "user_invariants_echo"
+    part = "user_frame"
+    for text, ttl in prompt_elements(body):
+        tag, *rest, block = json.loads(text)
+        if tag in ("tool", "system"):
+            key = {"tool": "tools", "system": "system"}[tag]
+        elif rest[0] > 0:
+            key = "tool_rounds"
+        else:
+            if part != "user_frame" and block.get("text", "").startswith(TAIL_STARTS):
+                part = "user_tail"
+            key = part
+            if ttl is not None:  # the frame's breakpoint: the delta follows
+                part = "user_delta"
         out[key] = out.get(key, 0) + approx_tokens(text)
     return out
 
@@ -458,19 +467,26 @@ def run_daemon(data_dir: Path, ticks: int, episode_ids: list[str]) -> dict[str, 
             "min_cache_tokens": min_tokens, **report}
 
 
-def journal_rows(data_dir: Path) -> list[tuple[int, str, str]]:
+def journal_rows(data_dir: Path) -> list[tuple[int, str, str, str]]:
+    """(tick, provider, status, frame kind/why) per decision."""
     conn = sqlite3.connect(data_dir / JOURNAL_DIR / JOURNAL_DB)
     try:
-        return conn.execute("SELECT tick, provider, status FROM decisions ORDER BY tick")\
-            .fetchall()
+        rows = conn.execute("SELECT tick, provider, status, record FROM decisions "
+                            "ORDER BY tick").fetchall()
     finally:
         conn.close()
+    out = []
+    for tick, provider, status, record in rows:
+        frame = json.loads(record).get("frame") or {}
+        out.append((tick, provider, status, f"{frame.get('kind')}/{frame.get('why')}"))
+    return out
 
 
 def token_report(requests: list[Any], usages: list[dict[str, Any]],
-                 rows: list[tuple[int, str, str]], gov: TappedGovernor) -> dict[str, Any]:
+                 rows: list[tuple[int, str, str, str]], gov: TappedGovernor) -> dict[str, Any]:
     cfg = CognitionSection()
-    model_ticks = [t for t, p, _ in rows if p == "anthropic"]
+    model_ticks = [t for t, p, *_ in rows if p == "anthropic"]
+    frames = [f for _, p, _, f in rows if p == "anthropic"]
     sums = {k: sum(u[k] for u in usages) for k in
             ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")}
     ours_total = sum(sums.values())
@@ -488,7 +504,9 @@ def token_report(requests: list[Any], usages: list[dict[str, Any]],
     decisions = max(1, len(model_ticks))
     return {
         "model_decisions": len(model_ticks), "requests": len(requests),
-        "statuses": {s: sum(1 for *_, x in rows if x == s) for s in {x for *_, x in rows}},
+        "statuses": {s: sum(1 for _, _, x, _ in rows if x == s)
+                     for s in {x for _, _, x, _ in rows}},
+        "frames_of_model_decisions": {f: frames.count(f) for f in sorted(set(frames))},
         "usage_sums": sums,
         "cache_read_share": round(sums["cache_read_input_tokens"] / max(1, ours_total), 4),
         "target_cache_read_share": 0.6,
@@ -506,9 +524,8 @@ def token_report(requests: list[Any], usages: list[dict[str, Any]],
         "input_usd_per_decision_naive": round(naive_usd / decisions, 5),
         "ours_over_naive_input_usd": round(ours_usd / max(1e-12, naive_usd), 3),
         "where_tokens_go_mean": {k: round(float(np.mean([s.get(k, 0) for s in split])), 1)
-                                 for k in ("tools", "system", "system_invariants",
-                                           "user_search_results", "user_invariants_echo",
-                                           "user_other")},
+                                 for k in ("tools", "system", "user_frame", "user_delta",
+                                           "user_tail", "tool_rounds")},
         "system_layers": layers,
         "recall_hits_mean": round(float(np.mean([
             0 if c["result"].refused else len(c["result"].hits) for c in gov.calls])), 1),

@@ -11,7 +11,7 @@ offline tier for that tick instead, labelled as such.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,10 +110,14 @@ class ModelCognition:
         return not self.provider.breaker.is_open
 
     async def decide(self, tier: Tier, workspace: CognitiveWorkspace, *, strategy: str,
-                     situation: str) -> ModelDecision:
+                     situation: str, keyframe: CognitiveWorkspace | None = None,
+                     links: Sequence[CognitiveWorkspace] = ()) -> ModelDecision:
+        """One decision; ``keyframe`` set: a P-frame over it and the ``links`` sent since
+        (see prompt.render)."""
         model, max_tokens, _ = self._tier(tier)
         caller = _Ledgered(self.provider, self.ledger, self.now, model, max_tokens)
-        request = render(workspace, identity=IDENTITY, strategy=strategy, situation=situation)
+        request = render(workspace, identity=IDENTITY, strategy=strategy, situation=situation,
+                         keyframe=keyframe, links=links)
         try:
             rounds = await run_tool_rounds(caller, request, self.grimoire,
                                            self.cfg.max_tool_rounds)

@@ -11,9 +11,11 @@ journalled in one transaction. Predictions whose horizon passed are scored
 against the price Gamma observed, which gives each outcome its quality. Every
 `loop2_every` ticks, or when the market regime changes, Loop 2 turns scored
 outcomes into a new policy revision (at most 0.02 per category). I-frame /
-P-frame bookkeeping (seed 002 S2.2) is recorded per tick; the request itself always
-carries the whole changing tail, while the stable layers ride the prompt cache.
-Nothing here acts on chain.
+P-frame bookkeeping (seed 002 S2.2, golem.cognition.frames): an I-frame's workspace
+becomes the keyframe, sent in full (and cached by the API); each P-frame after it
+resends the previous request byte-identical (read from the cache) plus the changes
+since that request, until next_frame calls for a new keyframe. Nothing here acts on
+chain.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import structlog
 from golem.cognition import offline
 from golem.cognition.cage import Cage, Portfolio, Verdict, check
 from golem.cognition.decisions import Decision, Malformed
+from golem.cognition.frames import Keyframes
 from golem.cognition.journal import DecisionJournal, Outcome
 from golem.cognition.predictions import score_prediction
 from golem.cognition.tiers import Tier, route_tier
@@ -43,8 +46,8 @@ from golem.events import (
 from golem.governor.categories import Category, MarketRegime, Phase
 from golem.governor.feedback import FeedbackSample, run_loop2
 from golem.governor.governor import Assembly, ContextGovernor, LiveItem
-from golem.governor.policy_store import PolicyStore
-from golem.governor.workspace import FrameState, next_frame
+from golem.governor.policy_store import PolicyConflict, PolicyStore
+from golem.governor.workspace import CognitiveWorkspace
 from golem.grimoire.memory_file import read_text
 from golem.perception.market import PricePoint, move_phrase
 from golem.runtime.handlers import TickContext, TickCounters
@@ -116,7 +119,7 @@ class ThetaCycle:
     t2_curiosity: float = 0.8
     name: str = "theta-decision"
     _regime: MarketRegime | None = field(default=None, init=False)
-    _frame: FrameState | None = field(default=None, init=False)
+    _frames: Keyframes = field(default_factory=Keyframes, init=False)
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
         feed, prices = self._feed()
@@ -132,14 +135,17 @@ class ThetaCycle:
             policy, query=query, live=live,
             escalated_ids=escalated, phase=phase, regime=regime)
         ws = assembly.workspace
-        frame = next_frame(self._frame, phase=phase, regime=regime,
-                           delta_share=ws.delta.share if ws.delta else None)
-        self._frame = frame.state
+        frame, keyframe, links, share = self._frames.next(ws, phase=phase, regime=regime,
+                                                          now=ctx.clock.now())
         entries = tuple(offline.Entry(p.candidate.source, p.candidate.category.value, p.content)
                         for block in ws.blocks if not block.echo for p in block.items)
-        tier = await self._tier([e.curiosity for e in escalations], phase, ws.used)
+        sent_tokens = ws.used if keyframe is None else \
+            keyframe.used + round(share * ws.total_budget)
+        tier = await self._tier([e.curiosity for e in escalations], phase, sent_tokens)
         think = await self._think(tier, ws, feed, prices=prices, entries=entries,
-                                  escalated=len(escalated))
+                                  escalated=len(escalated), keyframe=keyframe, links=links)
+        if think.provider == ANTHROPIC:  # the request was sent: cached from now on
+            self._frames.sent(ctx.clock.now())
         decision = think.decision
         verdicts = [check(a, self.cage, NO_POSITIONS) for a in decision.actions] \
             if decision else []
@@ -160,7 +166,8 @@ class ThetaCycle:
         # query, phase and live items let Loop 3 re-assemble this tick under other policies
         record.update(query=query, phase=phase.value,
                       live=[asdict(item) for item in live],
-                      frame={"kind": frame.kind.value, "why": frame.why},
+                      frame={"kind": frame.kind.value, "why": frame.why,
+                             "delta_share": round(share, 4)},
                       provider=think.provider, tier=tier.value, model=think.model,
                       status=think.status, cost_usd=think.cost_usd, note=think.note,
                       problems=list(think.problems), cited=sorted(think.cited))
@@ -193,15 +200,17 @@ class ThetaCycle:
                           worst_t2_usd=model.worst_usd(Tier.T2, context_tokens),
                           t2_curiosity=self.t2_curiosity)
 
-    async def _think(self, tier: Tier, ws: Any, feed: str | None, *,
+    async def _think(self, tier: Tier, ws: CognitiveWorkspace, feed: str | None, *,
                      prices: tuple[PricePoint, ...], entries: tuple[offline.Entry, ...],
-                     escalated: int) -> Thought:
+                     escalated: int, keyframe: CognitiveWorkspace | None,
+                     links: tuple[CognitiveWorkspace, ...]) -> Thought:
         """The model's decision for T1/T2 (or why not), else the offline tier's."""
         situation = offline.Situation(feed or "no feed", prices, entries, escalated)
         if tier is Tier.T0 or self.model is None:
             return Thought(offline.decide(situation), offline.PROVIDER, "", "ok")
         made = await self.model.decide(tier, ws, strategy=STRATEGY,
-                                       situation=self._query(feed, prices))
+                                       situation=self._query(feed, prices), keyframe=keyframe,
+                                       links=links)
         if isinstance(made.decision, Decision):
             return Thought(made.decision, ANTHROPIC, made.model, "ok", made.cost_usd,
                            cited=made.cited)
@@ -345,7 +354,11 @@ class ThetaCycle:
         policy = await anyio.to_thread.run_sync(self.policies.latest)
         betas = await anyio.to_thread.run_sync(self.policies.betas)
         update = run_loop2(policy, betas, samples, lived)
-        await anyio.to_thread.run_sync(self.policies.save, update.policy, update.betas, now)
+        try:
+            await anyio.to_thread.run_sync(self.policies.save, update.policy, update.betas, now)
+        except PolicyConflict as exc:  # Loop 3 saved a revision meanwhile: relearn next tick
+            log.info("context policy revision raced; Loop 2 retries next tick", error=str(exc))
+            return None
         # a crash here relearns these outcomes once more: bounded by the 0.02 cap
         await anyio.to_thread.run_sync(self.journal.set_loop_tick, "loop2", tick,
                                        tuple(o.tick for o in outcomes))

@@ -21,6 +21,10 @@ from golem.runtime.state import StateStore, durable_write
 _TABLES = ("context_policy", "context_beta")
 
 
+class PolicyConflict(StateError):
+    """Another writer (Loop 3 in Delta, Loop 2 in Theta) saved a revision first."""
+
+
 class PolicyStore:
     """One connection, used by one thread at a time (like StateStore)."""
 
@@ -87,7 +91,7 @@ class PolicyStore:
         with durable_write(self._conn, self.path, "policy write") as conn:
             newest = conn.execute("SELECT MAX(revision) FROM context_policy").fetchone()[0]
             if newest is not None and policy.revision <= newest:
-                raise StateError(f"{self.path}: policy revision {policy.revision} is not "
+                raise PolicyConflict(f"{self.path}: policy revision {policy.revision} is not "
                                  f"newer than stored revision {newest}")
             conn.execute(
                 "INSERT INTO context_policy (revision, policy, created_at) VALUES (?, ?, ?)",

@@ -208,8 +208,8 @@ def workspace_delta(
 
 
 class FrameKind(StrEnum):
-    I_FRAME = "i_frame"  # full re-assembly, everything resent
-    P_FRAME = "p_frame"  # only the changed blocks; the rest rides the cached prefix
+    I_FRAME = "i_frame"  # the whole workspace sent (and cached) as the new keyframe
+    P_FRAME = "p_frame"  # the keyframe from the cache plus the changes since it
 
 
 @dataclass(frozen=True)
@@ -240,10 +240,14 @@ def next_frame(
     delta_share: float | None,
     interval: int = I_FRAME_INTERVAL,
     max_delta_share: float = MAX_DELTA_SHARE,
+    stable_changed: bool = False,
+    cache_warm: bool = True,
 ) -> FrameDecision:
-    """I-frame on the first tick, a phase or regime change, a large delta, or when
-    ``interval`` P-frames have run; otherwise a P-frame. ``delta_share`` None means
-    there is no previous workspace to diff against."""
+    """I-frame on the first tick, a phase or regime change, a change of the stable
+    (system) context, a cold cache (the last I-frame was never sent, or too long ago to
+    be cached still), a large delta, or when ``interval`` P-frames have run; otherwise a
+    P-frame. ``delta_share`` is the delta since the last I-frame over the budget (what a
+    P-frame resends); None means there is nothing to diff against."""
     if interval < 1:
         raise ValueError(f"next_frame: interval must be >= 1, got {interval}")
     why = ""
@@ -253,6 +257,10 @@ def next_frame(
         why = "phase_change"
     elif regime is not previous.regime:
         why = "regime_change"
+    elif stable_changed:
+        why = "stable_changed"
+    elif not cache_warm:
+        why = "cache_cold"
     elif delta_share > max_delta_share:
         why = "delta_share"
     elif previous.p_frames >= interval:

@@ -21,12 +21,17 @@ from golem.chain.untrusted import FENCE_TAG
 from golem.cognition.anthropic_provider import AnthropicProvider, LlmResult, ProviderSettings
 from golem.cognition.decisions import Decision, parse_decision
 from golem.cognition.prompt import (
+    DELTA_OPEN,
     EXAMPLE_DECISION,
+    FRAME_CLOSE,
     MAX_BREAKPOINTS,
+    NO_CHANGES,
     SCHEMA_INSTRUCTIONS,
     breakpoints,
+    delta_tokens,
     parse_response,
     render,
+    stable_key,
 )
 from golem.governor.assembly import assemble
 from golem.governor.categories import DEFAULT_ALLOCATIONS, Category
@@ -74,9 +79,12 @@ def workspace(tick: int = 1, score_shift: float = 0.0,
                     DEFAULT_ALLOCATIONS, BUDGET)
 
 
-def request_for(ws: CognitiveWorkspace, situation: str = "Swap volume doubled.") -> dict[str, Any]:
+def request_for(ws: CognitiveWorkspace, situation: str = "Swap volume doubled.",
+                key: CognitiveWorkspace | None = None,
+                links: Sequence[CognitiveWorkspace] = ()) -> dict[str, Any]:
     return {"model": "claude-test", "max_tokens": 512,
-            **render(ws, identity=IDENTITY, strategy=STRATEGY, situation=situation)}
+            **render(ws, identity=IDENTITY, strategy=STRATEGY, situation=situation,
+                     keyframe=key, links=links)}
 
 
 class FakeTime:
@@ -125,7 +133,14 @@ def dumps(value: Any) -> str:
 # --- caching ---------------------------------------------------------------------------
 
 
-def test_soft_changes_keep_the_system_prefix_and_the_second_call_reads_the_cache(
+def frame_prefix(body: dict[str, Any]) -> str:
+    """Tools, system and the user turn up to and including the frame's breakpoint."""
+    blocks = user_blocks(body)
+    end = next(i for i, b in enumerate(blocks) if "cache_control" in b)
+    return dumps([body.get("tools"), body["system"], blocks[:end + 1]])
+
+
+def test_two_i_frames_share_the_system_prefix_and_the_second_reads_it(
         api: MessagesServer) -> None:
     first = request_for(workspace(tick=1))
     second = request_for(workspace(tick=2, score_shift=0.05), situation="Volume fell.")
@@ -134,17 +149,130 @@ def test_soft_changes_keep_the_system_prefix_and_the_second_call_reads_the_cache
     one, two = send(api, first, second)
     assert [r.body for r in api.requests] == [first, second]
     assert one.usage.cache_creation_input_tokens > 0 and one.usage.cache_read_input_tokens == 0
+    system = one.usage.cache_creation_input_tokens - (
+        two.usage.cache_creation_input_tokens)  # the frames are the same size here
+    assert 0 < two.usage.cache_read_input_tokens == system  # the system, not the frame
+    assert two.usage.cache_creation_input_tokens > 0  # the new keyframe is written
+
+
+def up_to_mark(body: dict[str, Any], n: int) -> str:
+    """Tools, system and the user turn up to and including its n-th breakpoint (from 1)."""
+    blocks = user_blocks(body)
+    marks = [i for i, b in enumerate(blocks) if "cache_control" in b]
+    return dumps([body.get("tools"), body["system"], blocks[:marks[n - 1] + 1]])
+
+
+def test_p_frames_resend_the_previous_request_byte_identical_and_read_it_from_the_cache(
+        api: MessagesServer) -> None:
+    w1, w2, w3 = workspace(tick=1), workspace(tick=2, score_shift=0.05), workspace(tick=3)
+    i_frame = request_for(w1)
+    p1 = request_for(w2, situation="Volume fell.", key=w1)
+    p2 = request_for(w3, situation="Volume rose.", key=w1, links=[w2])
+    assert (breakpoints(i_frame), breakpoints(p1), breakpoints(p2)) == (2, 3, 4)
+    assert frame_prefix(i_frame) == frame_prefix(p1) == frame_prefix(p2)
+    # each request holds the previous one byte-identical up to that one's last breakpoint
+    assert up_to_mark(p1, 1) == up_to_mark(i_frame, 1)
+    assert up_to_mark(p2, 2) == up_to_mark(p1, 2)
+    one, two, three = send(api, i_frame, p1, p2)
+    assert one.usage.cache_read_input_tokens == 0 and one.usage.cache_creation_input_tokens > 0
+    # every request reads all the previous one cached, and writes only its own changes
     assert two.usage.cache_read_input_tokens == one.usage.cache_creation_input_tokens
-    assert two.usage.input_tokens < one.usage.input_tokens + one.usage.cache_creation_input_tokens
+    assert three.usage.cache_read_input_tokens == (two.usage.cache_read_input_tokens
+                                                   + two.usage.cache_creation_input_tokens)
+    for p in (two, three):
+        assert 0 < p.usage.cache_creation_input_tokens < one.usage.cache_creation_input_tokens
+        assert 0 < p.usage.input_tokens < 200  # the echo, the situation and the request
+
+
+def test_an_i_frame_resets_the_keyframe(api: MessagesServer) -> None:
+    key, now = workspace(tick=1), workspace(tick=4)
+    p_frame = request_for(now, key=key)
+    i_frame = request_for(now)
+    assert frame_prefix(i_frame) != frame_prefix(p_frame)
+    assert dumps(i_frame["system"]) == dumps(p_frame["system"])
+    assert not any(b["type"] == "text" and b["text"].startswith("# Changes")
+                   for b in user_blocks(i_frame))
+    sources = {b["source"] for b in user_blocks(i_frame) if b["type"] == "search_result"}
+    assert f"{NS}/episode/e4-0" in sources and f"{NS}/episode/e1-0" not in sources
+    one, two, three = send(api, request_for(key), p_frame, i_frame)
+    assert two.usage.cache_read_input_tokens == one.usage.cache_creation_input_tokens
+    # the new keyframe shares only the system prompt with what is cached
+    assert 0 < three.usage.cache_read_input_tokens < two.usage.cache_read_input_tokens
+    assert three.usage.cache_creation_input_tokens > 0
+
+
+def drifting(tick: int) -> CognitiveWorkspace:
+    """A slowly changing workspace: fixed insights, one new episode a tick, a live
+    snapshot that moves every tick (the shape Theta sees)."""
+    insights = [Candidate(f"i{n}", C.INSIGHTS, f"{NS}/insight/i{n}",
+                          f"Insight {n}: " + "fee income follows volume spikes. " * 6, 0.5)
+                for n in range(12)]
+    episodes = [Candidate(f"e{t}", C.EPISODES, f"{NS}/episode/e{t}",
+                          f"Swap at tick {t} moved ETH/USDC by 0.{t}%", 0.5 + t / 100)
+                for t in range(max(0, tick - 4), tick + 1)]
+    snap = Candidate("snap", C.DEFI_SNAPSHOT, "state://defi_snapshot",
+                     f"ETH/USDC price {3000 + tick}", 1.0)
+    return assemble([*stable_candidates(), *insights, *episodes, snap],
+                    DEFAULT_ALLOCATIONS, BUDGET)
+
+
+def cache_share(api: MessagesServer, requests: list[dict[str, Any]]) -> float:
+    usages = [r.usage for r in send(api, *requests)]
+    read = sum(u.cache_read_input_tokens for u in usages)
+    return read / sum(u.input_tokens + u.cache_read_input_tokens
+                      + u.cache_creation_input_tokens for u in usages)
+
+
+def test_p_frames_raise_the_emulated_cache_share_over_resending_the_workspace() -> None:
+    ticks = range(1, 9)
+    with MessagesServer() as api:
+        i_frames = cache_share(api, [request_for(drifting(t)) for t in ticks])
+    with MessagesServer() as api:
+        framed = cache_share(api, [
+            request_for(drifting(t), key=drifting(1) if t > 1 else None,
+                        links=[drifting(u) for u in range(2, t)]) for t in ticks])
+        tail = api.requests[-1].body
+    assert framed >= 0.8 and framed > i_frames + 0.4, (framed, i_frames)  # 0.83 vs 0.40
+    withdrawn = [b["text"] for b in user_blocks(tail)
+                 if b["type"] == "text" and b["text"].startswith("Withdrawn")]
+    # one episode leaves per tick (the oldest of the five), each named once, in order
+    assert [SOURCE.findall(w) for w in withdrawn] == [
+        [f"{NS}/episode/e{t}"] for t in range(0, 4)]
+
+
+def test_breakpoints_close_the_system_and_the_frame_within_the_api_limit(
+        api: MessagesServer) -> None:
+    request = request_for(workspace())
+    system = request["system"]
+    # identity, strategy, invariants, playbook: one breakpoint at the end (the layers
+    # change together with the frame anyway), one at the frame's end
+    assert [("cache_control" in b) for b in system] == [False, False, False, True]
+    assert system[0]["text"].startswith(IDENTITY) and SCHEMA_INSTRUCTIONS in system[0]["text"]
+    assert [b["text"].split("\n")[0] for b in system[1:]] == [
+        "# Strategy", "# Invariants (never violate)", "# Playbook"]
+    assert STRATEGY in system[1]["text"]
+    assert breakpoints(request) == 2
+    marked = [i for i, b in enumerate(user_blocks(request)) if "cache_control" in b]
+    assert len(marked) == 1 and user_blocks(request)[marked[0]]["text"] == FRAME_CLOSE
+    # a long chain: the frame and the last two change sections only
+    chain = request_for(workspace(tick=6), key=workspace(),
+                        links=[workspace(tick=t) for t in range(2, 6)])
+    assert breakpoints(chain) == MAX_BREAKPOINTS
+    send(api, request, chain)  # the server rejects more than 4 breakpoints with a 400
+
+    bare = request_for(assemble([], DEFAULT_ALLOCATIONS, BUDGET))
+    assert breakpoints(bare) == 2 and len(bare["system"]) == 2  # identity, strategy
 
 
 def test_a_stable_change_is_a_cache_miss_past_that_layer(api: MessagesServer) -> None:
     """Control: changing the playbook changes the prefix, so the full cache is not read."""
     base = workspace()
     changed = assemble([*stable_candidates()[:-1],
-                        Candidate("h2", C.PLAYBOOK, f"{NS}/heuristic/h2", "Rewritten. " * 200,
+                        Candidate("h2", C.PLAYBOOK, "state://playbook/h2", "Rewritten. " * 200,
                                   0.5), *soft_candidates(1)], DEFAULT_ALLOCATIONS, BUDGET)
-    one, two = send(api, request_for(base), request_for(changed))
+    assert stable_key(base) != stable_key(changed)
+    assert stable_key(base) == stable_key(workspace(tick=3, score_shift=0.2))
+    one, two = send(api, request_for(base), request_for(changed, key=base))
     assert two.usage.cache_read_input_tokens < one.usage.cache_creation_input_tokens
 
 
@@ -159,20 +287,81 @@ def test_stable_layers_do_not_follow_scores(scores: list[float]) -> None:
         dumps(request_for(workspace())["system"])
 
 
-def test_breakpoints_close_each_stable_layer_within_the_api_limit(api: MessagesServer) -> None:
-    request = request_for(workspace())
-    system = request["system"]
-    assert [("cache_control" in b) for b in system] == [True, True, True, True]
-    assert system[0]["text"].startswith(IDENTITY) and SCHEMA_INSTRUCTIONS in system[0]["text"]
-    assert [b["text"].split("\n")[0] for b in system[1:]] == [
-        "# Strategy", "# Invariants (never violate)", "# Playbook"]
-    assert STRATEGY in system[1]["text"]
-    assert breakpoints(request) == 4 <= MAX_BREAKPOINTS
-    assert not any("cache_control" in b for b in user_blocks(request))
-    send(api, request)  # the server rejects more than 4 breakpoints with a 400
+# --- the delta --------------------------------------------------------------------------
 
-    bare = request_for(assemble([], DEFAULT_ALLOCATIONS, BUDGET))
-    assert breakpoints(bare) == 2 and len(bare["system"]) == 2  # identity, strategy
+SOURCE = re.compile(r"\[((?:grimoire|state)://[^\]]+)\]")
+
+
+def shown(blocks: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Source -> shown text of every search_result and state line in some blocks."""
+    out: dict[str, str] = {}
+    for b in blocks:
+        if b["type"] == "search_result":
+            out[b["source"]] = b["content"][0]["text"]
+        elif not b["text"].startswith("Withdrawn"):
+            for line in b["text"].splitlines():
+                m = SOURCE.match(line.removeprefix("- "))
+                if m:
+                    out[m.group(1)] = line.split("] ", 1)[1]
+    return out
+
+
+def pool(tick: int) -> list[Candidate]:
+    return [*(Candidate(f"x{n}", C.INSIGHTS, f"{NS}/insight/x{n}", f"Insight {n} v{tick % 3}",
+                        0.5) for n in range(6)),
+            *(Candidate(f"s{n}", C.TOOL_STATE, f"state://tool{n}", f"Tool {n} state {tick % 2}",
+                        0.5) for n in range(3))]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sets(st.integers(0, 8)), st.sets(st.integers(0, 8)), st.sets(st.integers(0, 8)),
+       st.integers(0, 5))
+def test_keyframe_plus_changes_in_order_is_the_current_workspace(
+        before: set[int], middle: set[int], after: set[int], tick: int) -> None:
+    """What the model reconstructs from a P-frame (the keyframe, then each section's
+    withdrawals and restatements in order) is exactly what an I-frame of the same
+    workspace shows."""
+    def make(ids: set[int], t: int) -> CognitiveWorkspace:
+        return assemble([*stable_candidates(), *(pool(t)[i] for i in sorted(ids))],
+                        DEFAULT_ALLOCATIONS, BUDGET)
+
+    key, mid, now = make(before, 0), make(middle, 1), make(after, tick)
+    blocks = user_blocks(request_for(now, key=key, links=[mid]))
+    close = next(i for i, b in enumerate(blocks) if "cache_control" in b)
+    picture = shown(blocks[:close + 1])
+    starts = [i for i, b in enumerate(blocks) if b["type"] == "text"
+              and b["text"].startswith("# Changes since")]
+    assert len(starts) == 2 and starts[0] == close + 1
+    for a, b in zip(starts, [starts[1], len(blocks) - 2], strict=True):
+        section = blocks[a:b]
+        withdrawn = {m for x in section if x["type"] == "text"
+                     and x["text"].startswith("Withdrawn") for m in SOURCE.findall(x["text"])}
+        assert withdrawn <= set(picture)  # only what is shown can be withdrawn
+        picture = {s: t for s, t in picture.items() if s not in withdrawn}
+        picture.update(shown(section))
+    assert picture == shown(user_blocks(request_for(now))[:-2])
+
+
+def test_withdrawn_entries_are_named_and_changed_state_restated() -> None:
+    key, now = workspace(tick=1), workspace(tick=2)
+    blocks = user_blocks(request_for(now, key=key))
+    close = next(i for i, b in enumerate(blocks) if "cache_control" in b)
+    rest = blocks[close + 1:]
+    assert rest[0]["text"] == DELTA_OPEN
+    withdrawn = rest[1]["text"]
+    assert withdrawn.startswith("Withdrawn:")
+    assert {f"{NS}/episode/e1-{i}" for i in range(3)} | {f"{NS}/insight/i1"} == \
+        set(SOURCE.findall(withdrawn))
+    new = [b for b in rest if b["type"] == "search_result"]
+    assert {b["source"] for b in new} == {*(f"{NS}/episode/e2-{i}" for i in range(3)),
+                                         f"{NS}/insight/i2"}
+    assert all(b["citations"] == {"enabled": True} for b in new)
+    assert any(b["type"] == "text" and "[state://defi_snapshot] ETH/USDC price 3200" in b["text"]
+               for b in rest)  # the live snapshot changed: restated
+    same = user_blocks(request_for(key, key=key))
+    assert [b["text"] for b in same if b["type"] == "text" and b["text"].startswith("# Changes")
+            ] == [NO_CHANGES]
+    assert delta_tokens(key, key) == 0 < delta_tokens(key, now)
 
 
 def test_stable_items_follow_source_order_and_the_rest_keeps_the_u_curve() -> None:
@@ -183,14 +372,13 @@ def test_stable_items_follow_source_order_and_the_rest_keeps_the_u_curve() -> No
         < playbook.index("playbook/h2]")
     headings = [b["text"][3:] for b in user_blocks(request_for(ws))
                 if b["type"] == "text" and b["text"].startswith("## ")]
-    # recalled memories of the stable categories come first (after the cached prefix),
-    # then the changing categories in the workspace's U-curve order
-    recalled = [b.category.value for b in ws.blocks if not b.echo
-                and b.category in (C.STRATEGY, C.INVARIANTS, C.PLAYBOOK)
-                and any(p.candidate.source.startswith("grimoire://") for p in b.items)]
-    expected = [b.category.value for b in ws.blocks
-                if not b.echo and b.category not in (C.STRATEGY, C.INVARIANTS, C.PLAYBOOK)]
-    assert headings == recalled + expected
+    # the frame follows the workspace's order (invariants first, then the U-curve); the
+    # stable categories appear there only with what the system prompt does not hold
+    # (recalled memories, untrusted text)
+    expected = [b.category.value for b in ws.blocks if not b.echo and any(
+        p.candidate.category not in (C.STRATEGY, C.INVARIANTS, C.PLAYBOOK)
+        or p.candidate.source.startswith("grimoire://") for p in b.items)]
+    assert headings == expected and headings[0] == "invariants"
 
 
 # --- user turn --------------------------------------------------------------------------

@@ -80,9 +80,12 @@ def test_every_theta_tick_journals_a_decision_and_due_predictions_get_scored(
     assert revisions == list(range(1, len(updates) + 1))
     assert f"governor   policy revision {len(updates)} (learnt" in render_status(
         collect_status(config))
-    # I-frame / P-frame bookkeeping: the first assembly is an I-frame, deltas follow
+    # I-frame / P-frame bookkeeping: the first assembly is an I-frame; the offline tier
+    # sends nothing, so no keyframe is ever cached and every later frame is a new one
+    # (Delta's first dream rewrites MEMORY.md, part of the stable prefix: stable_changed)
     frames = [json.loads(r[3])["frame"] for r in rows]
-    assert frames[0] == {"kind": "i_frame", "why": "first"}
-    assert {f["kind"] for f in frames} <= {"i_frame", "p_frame"}
+    assert frames[0] == {"kind": "i_frame", "why": "first", "delta_share": 0.0}
+    assert {(f["kind"], f["why"]) for f in frames[1:]} <= {
+        ("i_frame", "cache_cold"), ("i_frame", "regime_change"), ("i_frame", "stable_changed")}
     assert [e["frame"] for e in events if e["kind"] == "context:assembled"] == [
         f["kind"] for f in frames]

@@ -8,6 +8,7 @@ import json
 import sqlite3
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -20,7 +21,7 @@ from golem.logging import configure_logging
 from golem.runtime.daemon import Daemon, SetupContext
 from golem.runtime.handlers import HandlerRegistry, TickContext, TickCounters
 from golem.status import collect_status, render_status
-from golem.testing.messages_server import MessagesServer
+from golem.testing.messages_server import MessagesServer, approx_tokens, prompt_elements
 from golem.wiring import setup
 
 from ..conftest import REPO, config_text
@@ -33,6 +34,34 @@ DECISION = {"analysis": "Large sells during a falling market; holding.",
                              "horizon_ticks": 3}],
             "actions": [{"kind": "hold", "reason": "observe"}],
             "referenced": [], "missing_context": ["lending pool health factors"]}
+
+
+def frame_prefix(body: dict[str, Any]) -> str:
+    """Tools, system, and the first user turn up to the frame's breakpoint."""
+    content = body["messages"][0]["content"]
+    end = next(i for i, b in enumerate(content) if "cache_control" in b)
+    return json.dumps([body["tools"], body["system"], content[:end + 1]], sort_keys=True)
+
+
+def last_mark(body: dict[str, Any]) -> int:
+    content = body["messages"][0]["content"]
+    return max(i for i, b in enumerate(content) if "cache_control" in b)
+
+
+def up_to_last_mark(body: dict[str, Any], marked: dict[str, Any]) -> str:
+    """``body`` up to the index of ``marked``'s last breakpoint in its first user turn,
+    breakpoint markers left out (they are not part of the cached content)."""
+    content = body["messages"][0]["content"][:last_mark(marked) + 1]
+    return json.dumps([body["tools"], body["system"],
+                       [{k: v for k, v in b.items() if k != "cache_control"} for b in content]],
+                      sort_keys=True)
+
+
+def prefix_tokens(body: dict[str, Any]) -> int:
+    """The emulator's token count of a request up to its last breakpoint."""
+    content = body["messages"][0]["content"][:last_mark(body) + 1]
+    cut = {**body, "messages": [{"role": "user", "content": content}]}
+    return sum(approx_tokens(text) for text, _ in prompt_elements(cut))
 
 
 class Escalator:
@@ -73,6 +102,8 @@ def test_theta_calls_the_model_with_cached_prefixes_citations_and_a_ledger(
             "grimoire": {"model_dir": str(MODEL)},
             "logging": {"format": "json", "level": "warning"},
             "theta_context": {"loop2_every": 2},
+            # Delta's MEMORY.md rewrite would change the stable prefix mid-test
+            "consolidation": {"enabled": False},
             "cognition": {"provider": "anthropic", "base_url": api.url,
                           "api_key_file": str(key_file), "timeout_s": 10},
         }))
@@ -126,6 +157,40 @@ def test_theta_calls_the_model_with_cached_prefixes_citations_and_a_ledger(
     ok = json.loads(rows[-1][3])
     assert ok["tier"] == "T2" and ok["cost_usd"] > 0
     assert ok["workspace"]["used"] <= ok["workspace"]["budget"]
+
+    # frames: tick 1 (offline) keyed a frame it never sent, so tick 2 sends a new
+    # keyframe; later ticks are P-frames over it unless next_frame calls for another
+    frames = [json.loads(r[3])["frame"] for r in rows]
+    assert [(f["kind"], f["why"]) for f in frames[:2]] == [
+        ("i_frame", "first"), ("i_frame", "cache_cold")]
+    p_ticks = [t for t, f in zip(range(1, 8), frames, strict=True) if f["kind"] == "p_frame"]
+    assert len(p_ticks) >= 3
+    by_tick = {2: requests[0], **{t: requests[t - 1] for t in range(3, 8)}}
+    conn = sqlite3.connect(config.data_dir / "cognition" / LEDGER_FILE)
+    try:
+        usages = [json.loads(u) for (u,) in conn.execute(
+            "SELECT usage FROM llm_spend WHERE state = 'settled' ORDER BY id")]
+    finally:
+        conn.close()
+    usage_by_tick = {2: usages[0], **{t: usages[t - 1] for t in range(3, 8)}}
+    for tick in p_ticks:
+        key = max(t for t in range(2, tick) if frames[t - 1]["kind"] == "i_frame")
+        body, previous = by_tick[tick].body, by_tick[tick - 1].body
+        assert frame_prefix(body) == frame_prefix(by_tick[key].body)
+        # the previous request (sent: every tick from 2 on called the model), up to its
+        # last breakpoint, is this one's prefix byte for byte ...
+        assert up_to_last_mark(body, previous) == up_to_last_mark(previous, previous)
+        content = body["messages"][0]["content"]
+        assert sum(b["type"] == "text" and b["text"].startswith("# Changes since")
+                   for b in content) == tick - key
+        # ... and the emulator read all of it from its cache: the P-frame paid full price
+        # only for this tick's changes and the tail
+        read, fresh = (usage_by_tick[tick]["cache_read_input_tokens"],
+                       usage_by_tick[tick]["input_tokens"])
+        assert read >= prefix_tokens(previous) and fresh < read
+    reads = sum(u["cache_read_input_tokens"] for u in usages)
+    assert reads / sum(u["input_tokens"] + u["cache_read_input_tokens"]
+                       + u["cache_creation_input_tokens"] for u in usages) >= 0.5
 
     cfg = config.cognition
     from golem.cognition.ledger import ModelPrice  # noqa: PLC0415

@@ -323,6 +323,12 @@ def test_frames_follow_the_seed_triggers() -> None:
         assert (got.state.phase, got.state.regime) == (phase, regime)
     assert next_frame(base, phase=Phase.STABLE, regime=MarketRegime.CALM,
                       delta_share=0.3).kind is FrameKind.P_FRAME
+    # a new system prompt or a keyframe the API may no longer hold: a new keyframe
+    for kw, why in (({"stable_changed": True}, "stable_changed"),
+                    ({"cache_warm": False}, "cache_cold")):
+        got = next_frame(base, phase=Phase.STABLE, regime=MarketRegime.CALM, delta_share=0.1,
+                         **kw)
+        assert (got.kind, got.why, got.state.p_frames) == (FrameKind.I_FRAME, why, 0)
 
 
 @given(st.lists(st.floats(0.0, 0.3), max_size=60), st.integers(1, 12))
