@@ -215,6 +215,34 @@ class CognitionSection:
     t2_curiosity: float = field(default=0.8, metadata=_check(ge=0, le=1))
 
 
+@dataclass(frozen=True)
+class ConsolidationSection:
+    """Delta's slow learning: consolidation, the curator, dreams, the MEMORY.md rewrite."""
+
+    # Every Delta tick consolidates; off leaves only store maintenance.
+    enabled: bool = True
+    # Share of each replay drawn from new episodes (the rest: older ones by utility).
+    recent_share: float = field(default=0.7, metadata=_check(ge=0, le=1))
+    # Episodes replayed per run at most.
+    replay_budget: int = field(default=2_000, metadata=_check(ge=1, le=1_000_000))
+    # The curator cycle runs every this many Delta ticks.
+    curator_every: int = field(default=50, metadata=_check(ge=1, le=100_000))
+    # A dream cycle every this many Delta ticks, or after idle_dream_every when idle.
+    dream_every: int = field(default=12, metadata=_check(ge=1, le=100_000))
+    idle_dream_every: int = field(default=3, metadata=_check(ge=1, le=100_000))
+    # Loop 3: counterfactual context experiments that stage policy mutations.
+    loop3: bool = True
+    # Rewrite MEMORY.md after each dream (deterministic synthesis offline).
+    memory_rewrite: bool = True
+    # Decisions scored at least this well count as a useful recall of what they cited.
+    useful_quality: float = field(default=0.5, metadata=_check(ge=0, le=1))
+    # Store maintenance: compaction every N Delta ticks, old LanceDB versions kept this
+    # many wall seconds (for readers in other processes), and a warning past disk_cap_mb.
+    optimize_every: int = field(default=144, metadata=_check(ge=1, le=100_000))
+    version_retention_s: float = field(default=600.0, metadata=_check(ge=0))
+    disk_cap_mb: int = field(default=2_048, metadata=_check(ge=0))
+
+
 def _gamma() -> LoopSection:
     return LoopSection(interval_s=10.0, deadline_s=30.0, backoff_max_s=120.0)
 
@@ -244,6 +272,7 @@ class Config:
     cage: CageSection = field(default_factory=CageSection)
     theta_context: ThetaContextSection = field(default_factory=ThetaContextSection)
     cognition: CognitionSection = field(default_factory=CognitionSection)
+    consolidation: ConsolidationSection = field(default_factory=ConsolidationSection)
     source: Path | None = field(default=None, metadata={"internal": True})
 
     @property

@@ -1,12 +1,12 @@
 """What this build runs: the components a daemon opens and the tick handlers they register.
 
-Gamma's capture, Theta's cognition and Delta's consolidation plug in here as
-they are built. Today the Grimoire opens at start-up (so a missing embedding
-model stops the golem before READY, with the set-up command in the message)
-and registers its store maintenance on Delta; Gamma captures the in-process
-market (``chain.mode = "simulated"``) or a node (``"rpc"``), and Theta decides
-each tick with the offline tier (the Governor's assembly is not wired yet, and
-``golem status`` says so).
+The Grimoire opens at start-up (so a missing embedding model stops the golem
+before READY, with the set-up command in the message). Gamma captures the
+in-process market (``chain.mode = "simulated"``) or a node (``"rpc"``); Theta
+assembles a workspace with the Context Governor and decides with the offline
+tier or a model; Delta consolidates, curates, dreams and rewrites MEMORY.md
+(``[consolidation]``), then maintains the stores. Mortality is not built yet,
+and ``golem status`` says so.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 PLANNED: dict[str, str] = {
     "gamma": "chain capture and triage (chain.mode = \"off\")",
     "theta": "context governor and cognition",
-    "delta": "consolidation, curator, dreams, mortality (not built yet)",
+    "delta": "mortality: vitality and Thanatopsis (not built yet)",
 }
 
 
@@ -46,7 +46,17 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
     capture = await _setup_capture(ctx, stack, grimoire) if ctx.config.chain.mode != "off" \
         else None
     await _setup_theta(ctx, stack, grimoire, capture)
-    ctx.registry.register("delta", GrimoireMaintenance(grimoire))
+    cons = ctx.config.consolidation
+    maintenance = GrimoireMaintenance(
+        grimoire, optimize_every=cons.optimize_every, decay=not cons.enabled,
+        disk_cap_bytes=cons.disk_cap_mb << 20, version_retention_s=cons.version_retention_s)
+    if cons.enabled:
+        from golem.consolidation.delta import open_delta  # noqa: PLC0415
+
+        ctx.registry.register("delta", await open_delta(
+            ctx.config, grimoire, maintenance, stack, ctx.events))
+    else:
+        ctx.registry.register("delta", maintenance)
 
 
 async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
@@ -120,3 +130,4 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
         governor, journal, policies, cage, capture, ctx.events,
         loop2_every=ctx.config.theta_context.loop2_every, model=model,
         t2_curiosity=ctx.config.cognition.t2_curiosity))
+

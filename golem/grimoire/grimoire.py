@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -196,7 +197,74 @@ class Grimoire:
         vectors = await self.embedder.aembed([e.text for e in episodes])
         return await self._store(self.episodes.upsert, list(episodes), vectors)
 
+    async def write_entries(self, entries: Sequence[SemanticEntry], *,
+                            checked: bool) -> list[SemanticEntry]:
+        """Store fully formed entries (consolidation output) in one transaction.
+        ``checked``: new claims, embedded in one batch and quarantined when they contradict
+        a trusted entry (as remember does). Otherwise an upsert by id of an entry's new
+        state (a reinforcement) that keeps its stored vector: the fact is the same, only
+        its numbers moved; entries without one are embedded."""
+        if not entries:
+            return []
+        for entry in entries:
+            self._write_namespace(entry.namespace)
+        clean = [replace(e, text=self._clean_text(e.text)) for e in entries]
+        kept = {} if checked else await self._store(self.semantic.vectors,
+                                                    [e.id for e in clean])
+        missing = [e.text for e in clean if e.id not in kept]
+        fresh = iter(await self.embedder.aembed(missing) if missing else [])
+        vectors = [kept[e.id] if e.id in kept else next(fresh) for e in clean]
+
+        def store() -> list[SemanticEntry]:
+            if not checked:
+                self.semantic.put(clean, vectors)
+                return clean
+            return self.semantic.put_checked_many(clean, vectors,
+                                                  self.cfg.quarantine_confidence, 0.75)
+
+        stored = await self._store(store)
+        for entry in stored:
+            self._emit(GrimoireWrite(
+                id=entry.id, namespace=entry.namespace, entry_type=entry.entry_type.value,
+                category=entry.category.value if entry.category else None,
+                confidence=entry.confidence, source=entry.provenance.source.value,
+                status=entry.status.value))
+        return stored
+
+    async def mark_episodes(self, *, verified: Sequence[str] = (),
+                            replayed: Sequence[str] = ()) -> None:
+        """Set quality_verified on ``verified`` and replay_count += 1 on ``replayed``."""
+        def mark() -> None:
+            if verified:
+                self.episodes.update(verified, quality_verified=True)
+            if replayed:
+                self.episodes.increment_replay(replayed)
+
+        await self._store(mark)
+
     # --- reads -----------------------------------------------------------------------
+
+    async def episodes_window(self, observed_after: float, until: float, limit: int,
+                              ) -> list[Episode]:
+        """This golem's episodes with observed_after < observed_at <= until, oldest first."""
+        return await self._store(self.episodes.since, [self.namespace], observed_after,
+                                 until, limit)
+
+    async def verified_episodes(self, observed_after: float, until: float,
+                                limit: int) -> list[Episode]:
+        """Like episodes_window, quality-verified episodes only."""
+        def read() -> list[Episode]:
+            return self.episodes.since([self.namespace], observed_after, until, limit,
+                                       verified_only=True)
+
+        return await self._store(read)
+
+    async def episode_vectors(self, ids: Sequence[str]) -> dict[str, Any]:
+        return await self._store(self.episodes.vectors, list(ids))
+
+    async def entries_by_fact_key(self, keys: Sequence[str]) -> dict[str, SemanticEntry]:
+        """This golem's entries by their ``fact["key"]`` identity."""
+        return await self._store(self.semantic.by_fact_keys, self.namespace, list(keys))
 
     async def recall(
         self,
@@ -222,7 +290,7 @@ class Grimoire:
         episode_text = (start_episode_text(self, clean, max(self.cfg.candidates, k),
                                            namespaces, chosen)
                         if "episode" in chosen.kinds else None)
-        vector = (await self.embedder.aembed([clean]))[0]
+        vector = await self.embedder.aembed_query(clean)  # Theta repeats its queries
         request = rc.RecallRequest(query=clean, vector=vector, k=k, namespaces=namespaces,
                                    filters=chosen, pad=pad, now=self._now(),
                                    episode_text=episode_text)
@@ -326,8 +394,10 @@ class Grimoire:
     async def refresh_index(self) -> bool:
         return await self._store(self.episodes.maybe_build_index)
 
-    async def optimize(self) -> dict[str, Any]:
-        stats = await self._store(self.episodes.optimize)
+    async def optimize(self, older_than_s: float = 3600.0) -> dict[str, Any]:
+        """Compact the episode store; versions older than ``older_than_s`` wall seconds go
+        (they serve readers in other processes, e.g. `golem memory search`)."""
+        stats = await self._store(self.episodes.optimize, older_than_s)
         log.info("episode store optimized", **stats)
         return stats
 
@@ -336,6 +406,11 @@ class Grimoire:
         return render_recall(result, self._now(), budget_tokens)
 
     # --- helpers ---------------------------------------------------------------------
+
+    async def in_store(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the stores' thread, serialised with every other store call
+        (the stores' SQLite connection and LanceDB writer are not shared across threads)."""
+        return await self._store(fn, *args)
 
     def _emit(self, event: Event) -> None:
         if self._events is not None:

@@ -1,32 +1,118 @@
-"""Delta-tick store maintenance: decay and forgetting, ANN index refresh, compaction.
+"""Delta-tick store maintenance: decay, ANN index refresh, compaction, SQLite upkeep, disk.
 
 Consolidation, the curator and dreams are later parts; this is the upkeep the
 stores need from day one. Decay runs every Delta tick (it is computed from each
 entry's reinforcement point, so cadence does not change the result); the ANN
 index is checked every tick and rebuilt only when the table has grown enough;
-compaction and old-version cleanup run every ``optimize_every`` Delta ticks.
+LanceDB compaction and old-version cleanup run every ``optimize_every`` ticks,
+the semantic store's SQLite upkeep (ANALYZE, free pages, WAL truncation) every
+``sqlite_every``.
+
+Disk growth is bounded and watched: every ``disk_every`` ticks the data dir is
+measured per store; past ``disk_cap_bytes`` a warning names the stores and
+compaction and SQLite upkeep run at once instead of waiting for their turn
+(again only after a further 10% of growth, so a store that is legitimately big
+is not compacted every hour).
+
+Delta ticks, not apscheduler, in every mode: the tick follows the golem clock
+(the wall clock in real mode, so 144 ten-minute ticks are a day), runs under
+the tick deadline and SIGTERM handling, logs its counters with the tick, and
+never overlaps the Delta work that writes the same stores. None of this needs
+calendar alignment, misfire catch-up or persisted jobs, which is what
+apscheduler would add.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio.to_thread
+import structlog
 
 from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.semantic_upkeep import upkeep
 from golem.runtime.handlers import TickContext, TickCounters
+
+log = structlog.get_logger("golem.grimoire")
+
+
+def store_of(name: str) -> str:
+    """The store a data-dir entry belongs to: grimoire.db-wal -> grimoire, .MEMORY.md.lock
+    -> MEMORY, events.jsonl.1 -> events."""
+    return name.lstrip(".").split(".")[0] or name
+
+
+def _lsize(path: Path) -> int | None:
+    try:
+        return path.lstat().st_size
+    except FileNotFoundError:  # removed while we walk (compaction, rotation)
+        return None
+
+
+def disk_usage(data_dir: Path) -> dict[str, int]:
+    """Bytes on disk per store (top-level entry of the data dir, siblings grouped)."""
+    usage: dict[str, int] = {}
+    if not data_dir.is_dir():
+        return usage
+    for entry in data_dir.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            size: int | None = sum(_lsize(Path(root) / name) or 0
+                                   for root, _dirs, files in os.walk(entry) for name in files)
+        else:
+            size = _lsize(entry)
+        if size is not None:
+            key = store_of(entry.name)
+            usage[key] = usage.get(key, 0) + size
+    return usage
 
 
 @dataclass
 class GrimoireMaintenance:
     grimoire: Grimoire
     optimize_every: int = 144  # Delta ticks: daily at the default 10-minute interval
+    sqlite_every: int = 144
+    disk_every: int = 6  # hourly
+    disk_cap_bytes: int = 0  # 0: measure and report only
+    full_vacuum_max_bytes: int = 64 << 20  # one-time conversion to incremental vacuum
+    decay: bool = True  # False when consolidation already decays every Delta tick
+    version_retention_s: float = 3600.0  # wall seconds old LanceDB versions are kept
     name: str = "grimoire-maintenance"
+    _forced_at: int | None = field(default=None, init=False, repr=False)
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
-        decay = await self.grimoire.apply_decay()
-        indexed = await self.grimoire.refresh_index()
-        optimized = 0
-        if ctx.tick % self.optimize_every == 0:
-            await self.grimoire.optimize()
-            optimized = 1
-        return {"decayed": decay.decayed, "forgotten": decay.forgotten,
-                "indexed": int(indexed), "optimized": optimized}
+        counters: dict[str, int | float] = {}
+        if self.decay:
+            decay = await self.grimoire.apply_decay()
+            counters.update(decayed=decay.decayed, forgotten=decay.forgotten)
+        counters["indexed"] = int(await self.grimoire.refresh_index())
+        over = False
+        if ctx.tick % self.disk_every == 0:
+            usage = await anyio.to_thread.run_sync(disk_usage, self.grimoire.data_dir)
+            total = sum(usage.values())
+            counters["disk_bytes"] = total
+            over = self._over_cap(total, usage)
+        optimize = ctx.tick % self.optimize_every == 0 or over
+        if optimize:
+            stats = await self.grimoire.optimize(self.version_retention_s)
+            counters["lance_versions"] = int(stats["after"]["versions"])
+        counters["optimized"] = int(optimize)
+        if ctx.tick % self.sqlite_every == 0 or over:
+            report = await anyio.to_thread.run_sync(
+                lambda: upkeep(self.grimoire.semantic.path,
+                               full_vacuum_max_bytes=self.full_vacuum_max_bytes))
+            log.info("semantic store upkeep", **vars(report))
+            counters["sqlite_pages_freed"] = report.pages_freed
+        return counters
+
+    def _over_cap(self, total: int, usage: dict[str, int]) -> bool:
+        if not self.disk_cap_bytes or total <= self.disk_cap_bytes:
+            self._forced_at = None
+            return False
+        log.warning("grimoire data dir is over its disk cap", bytes=total,
+                    cap=self.disk_cap_bytes, stores=dict(sorted(usage.items())))
+        if self._forced_at is not None and total <= self._forced_at * 1.1:
+            return False
+        self._forced_at = total
+        return True

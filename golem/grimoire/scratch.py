@@ -225,6 +225,8 @@ class ScratchLog:
             raise InvalidMemory("scratch consume: give either ids or up_to")
         wanted = set(ids) if ids is not None else set()
         limit = golem_time_ms(up_to, "up_to") if up_to is not None else None
+        if not self.path.exists():  # no note was ever written (nor the directory made)
+            return 0
         with exclusive_lock(self.lock_path, wait=True, what=str(self.path)):
             found = self.scan()
             keep = [n for n in found.notes if n.id not in wanted

@@ -29,6 +29,7 @@ from golem.grimoire.records import CausalEdge, EntryType, MemoryType, SemanticEn
 from golem.grimoire.semantic_db import CHUNK, SemanticDb
 from golem.grimoire.semantic_lifecycle import ForgetRecord, QuarantineRecord
 from golem.grimoire.semantic_schema import (
+    FACT_KEY_SQL,
     SELECT_ENTRY,
     SemanticStats,
     entry_row,
@@ -44,6 +45,10 @@ from golem.grimoire.semantic_vectors import (
 )
 
 __all__ = ["ForgetRecord", "QuarantineRecord", "SemanticStats", "SemanticStore"]
+
+
+_KEY_PREFERENCE = (Status.ACTIVE, Status.STAGED, Status.QUARANTINED, Status.ARCHIVED,
+                   Status.PRUNED)
 
 
 class SemanticStore:
@@ -118,11 +123,66 @@ class SemanticStore:
         self._vectors.put([stored], [row[-2]], self.dim)
         return stored, report
 
+    def put_checked_many(
+        self, entries: Sequence[SemanticEntry], vectors: Any, quarantine_confidence: float,
+        similarity_threshold: float = contradiction.DEFAULT_SIMILARITY, *,
+        candidates: int = 16,
+    ) -> list[SemanticEntry]:
+        """put_checked for a batch in one transaction (one fsync, not one per entry); each
+        entry is also checked against the batch entries before it."""
+        matrix = vector_matrix(vectors, len(entries), self.dim)
+        stored_all: list[SemanticEntry] = []
+        try:
+            with self._db.write() as conn:
+                for entry, vec in zip(entries, matrix, strict=True):
+                    near = [e for e, sim in self.search_vector(vec, candidates,
+                                                               [entry.namespace])
+                            if e.id != entry.id and sim >= similarity_threshold]
+                    stored_vectors = self.vectors([e.id for e in near])
+                    conflicts = contradiction.find_conflicts(
+                        entry, vec, [(e, stored_vectors[e.id]) for e in near],
+                        similarity_threshold)
+                    report = contradiction.quarantine_decision(entry, conflicts,
+                                                               quarantine_confidence)
+                    stored = (replace(entry, status=Status.QUARANTINED) if report.quarantined
+                              else entry)
+                    row = entry_row(stored, blob(vec), self.signature_id)
+                    self._db.upsert(conn, [stored], [row])
+                    if report.quarantined:
+                        semantic_lifecycle.log_quarantine(conn, stored, report,
+                                                          entry.created_at)
+                    # Cached now so later batch entries are checked against this one.
+                    self._vectors.put([stored], [row[-2]], self.dim)
+                    stored_all.append(stored)
+        except BaseException:
+            self._vectors.clear()  # the cache may hold rows that were rolled back
+            raise
+        return stored_all
+
     def get(self, ids: Sequence[str]) -> list[SemanticEntry]:
         """Entries in the order asked; unknown ids are skipped."""
         rows = self._db.by_ids(f"SELECT {SELECT_ENTRY} FROM entries WHERE id IN", ids)  # noqa: S608
         found = {row[0]: row_entry(row) for row in rows}
         return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def by_fact_keys(self, namespace: str, keys: Sequence[str]) -> dict[str, SemanticEntry]:
+        """Entries of ``namespace`` by ``fact["key"]`` (indexed). When several share a key
+        (the curator merged duplicates), the liveliest status wins (active, staged,
+        quarantined, archived, pruned), then the latest written."""
+        found: dict[str, tuple[int, int, SemanticEntry]] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), CHUNK):
+            chunk = unique[start:start + CHUNK]
+            rows = self._db.query(
+                f"SELECT {FACT_KEY_SQL}, seq, {SELECT_ENTRY} FROM entries "  # noqa: S608
+                f"WHERE namespace = ? AND {FACT_KEY_SQL} IN ({', '.join('?' for _ in chunk)})",
+                (namespace, *chunk))
+            for key, seq, *row in rows:
+                entry = row_entry(tuple(row))
+                rank = (-_KEY_PREFERENCE.index(entry.status), int(seq), entry)
+                if key not in found or rank[:2] > found[key][:2]:
+                    found[key] = rank
+        return {key: rank[2] for key, rank in found.items()}
 
     def vectors(self, ids: Sequence[str]) -> dict[str, Vector]:
         rows = self._db.by_ids("SELECT id, embedding FROM entries WHERE id IN", ids)

@@ -35,6 +35,9 @@ from golem.grimoire.records import (
 Filters = tuple[Sequence[Status] | None, Sequence[EntryType] | None,
                 Sequence[MemoryType] | None, float | None]
 
+# The expression the fact-key index is built on; queries must repeat it verbatim.
+FACT_KEY_SQL = "json_extract(fact, '$.key')"
+
 # One tuple of statements per migration (triggers hold ';', so no splitting on it).
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -120,6 +123,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             against TEXT NOT NULL, reasons TEXT NOT NULL, at REAL NOT NULL
         )""",
         "CREATE INDEX quarantine_by_entry ON quarantine (entry_id)",
+    ),
+    # 2: consolidation finds "the same fact" by its identity key (fact["key"]).
+    (
+        f"CREATE INDEX entries_fact_key ON entries (namespace, {FACT_KEY_SQL})",
     ),
 )
 

@@ -48,15 +48,16 @@ def test_add_search_show_stats_forget(tmp_path: Path, model_dir: Path) -> None:
     assert after["status"] == "pruned"
 
 
-def test_daemon_opens_the_grimoire_and_registers_maintenance(tmp_path: Path,
+def test_daemon_opens_the_grimoire_and_registers_delta(tmp_path: Path,
                                                             model_dir: Path) -> None:
     config = str(write_config(tmp_path, model_dir))
     ran = run_golem("run", "--config", config, "--stop-after", "1h")
     assert ran.returncode == 0, ran.stderr
     status = json.loads(run_golem("status", "--config", config, "--json").stdout)
-    assert status["loops"]["delta"]["handlers"] == ["grimoire-maintenance"]
+    assert status["loops"]["delta"]["handlers"] == ["delta"]
     assert status["loops"]["delta"]["ok"] == 6
     assert (tmp_path / "data" / "grimoire.db").exists()
+    assert (tmp_path / "data" / "consolidation" / "consolidation.db").exists()
 
 
 def test_missing_model_stops_the_daemon_with_the_setup_command(tmp_path: Path) -> None:

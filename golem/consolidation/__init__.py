@@ -1,0 +1,1 @@
+"""Delta: consolidation, the curator cycle, dreaming and the working-memory rewrite."""

@@ -1,0 +1,211 @@
+"""Delta's tick: the slow-learning stages in their order, each isolated from the others.
+
+Every Delta tick: reinforcement from scored decisions (the testing effect), then
+consolidation (replay, extraction, decay and eviction). Every ``curator_every``
+ticks the curator cycle. When idle or on schedule, a dream cycle (NREM replay,
+REM counterfactuals with Loop 3) followed by the working-memory rewrite. Then
+store maintenance. A failing stage is logged and the others still run; the tick
+then fails naming it, so the operator sees it in the tick log and ``golem status``.
+
+Cursors (the last scored tick reinforced, the last dream) live in
+data/consolidation/delta.db so a restart neither repeats nor skips them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+import structlog
+
+from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
+from golem.config import Config
+from golem.errors import GolemError
+from golem.events import EventBus
+from golem.governor.policy_store import PolicyStore
+from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.records import EntryType, FactKind, Status
+from golem.runtime.handlers import TickContext, TickCounters
+from golem.runtime.state import StateStore, connect_durable, durable_write
+
+from .curator_cycle import CuratorCycle
+from .dream_cycle import DreamCycle, DreamSettings
+from .engine import ConsolidationEngine, EngineParams
+from .loop3 import Loop3Settings
+from .memory_cycle import WorkingMemoryCycle
+from .mutations import JournalReader, MutationLab
+from .recall_feedback import RecallFeedback
+from .replay import ReplayParams
+
+log = structlog.get_logger("golem.consolidation.delta")
+
+DELTA_DB = "delta.db"
+_SCHEMA = "CREATE TABLE IF NOT EXISTS cursors (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+MAX_INSIGHTS = 8  # handed to the working-memory rewrite per dream
+
+
+class DeltaStageFailed(GolemError):
+    """One or more Delta stages raised; the others ran."""
+
+
+class Cursors:
+    """Named integer cursors in one small durable SQLite file."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / DELTA_DB
+        self._conn: sqlite3.Connection = connect_durable(self.path, "the Delta cursors",
+                                                         _SCHEMA)
+
+    def get(self, name: str) -> int | None:
+        row = self._conn.execute("SELECT value FROM cursors WHERE name = ?", (name,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def set(self, name: str, value: int) -> None:
+        with durable_write(self._conn, self.path, "the Delta cursors") as conn:
+            conn.execute("INSERT OR REPLACE INTO cursors VALUES (?, ?)", (name, value))
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+@dataclass
+class DeltaCycle:
+    engine: ConsolidationEngine
+    feedback: RecallFeedback
+    curator: CuratorCycle
+    dreams: DreamCycle
+    memory: WorkingMemoryCycle | None
+    maintenance: Callable[[TickContext], Awaitable[TickCounters | None]]
+    cursors: Cursors
+    idle_new_episodes: int = 50  # fewer new episodes than this in a tick counts as idle
+    name: str = "delta"
+
+    def __post_init__(self) -> None:
+        self.dreams.last_tick = self.cursors.get("dream")
+
+    async def __call__(self, ctx: TickContext) -> TickCounters | None:
+        counters: dict[str, int | float] = {}
+        failed: list[str] = []
+        now = ctx.clock.now()
+
+        async def stage(name: str, fn: Callable[[], Awaitable[Mapping[str, Any] | None]]) -> None:
+            try:
+                out = await fn()
+            except Exception as exc:  # one stage's failure must not starve the others
+                failed.append(f"{name}: {type(exc).__name__}: {exc}")
+                log.error("delta stage failed", stage=name, error=type(exc).__name__,
+                          message=str(exc)[:300], exc_info=not isinstance(exc, GolemError))
+                return
+            for key, value in (out or {}).items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    counters[f"{name}_{key}"] = value
+
+        await stage("feedback", self._feedback)
+        new_episodes = 0
+
+        async def consolidate() -> Mapping[str, Any]:
+            nonlocal new_episodes
+            report = await self.engine.run(ctx.tick, now)
+            new_episodes = report.new_episodes
+            return {"new": report.new_episodes, "replayed": report.replayed,
+                    "created": report.created, "reinforced": report.reinforced,
+                    "forgotten": report.forgotten}
+
+        await stage("consolidation", consolidate)
+        if self.curator.due(ctx.tick):
+            await stage("curator", lambda: self._curate(ctx.tick, now))
+        if self.dreams.due(ctx.tick, idle=new_episodes < self.idle_new_episodes):
+            await stage("dream", lambda: self._dream(ctx.tick, now))
+            if self.memory is not None:
+                await stage("memory", lambda: self._rewrite(now))
+        await stage("maintenance", lambda: self.maintenance(ctx))
+        if failed:
+            raise DeltaStageFailed("; ".join(failed))
+        return counters
+
+    async def _feedback(self) -> Mapping[str, Any]:
+        after = await anyio.to_thread.run_sync(self.cursors.get, "feedback") or 0
+        report = await self.feedback.run(after)
+        if report.last_tick > after:
+            await anyio.to_thread.run_sync(self.cursors.set, "feedback", report.last_tick)
+        return {"ticks": report.ticks, "useful": report.useful}
+
+    async def _curate(self, tick: int, now: float) -> Mapping[str, Any]:
+        report = await self.curator.run(tick, now)
+        return report.counters()
+
+    async def _dream(self, tick: int, now: float) -> Mapping[str, Any]:
+        report = await self.dreams.run(tick, now)
+        await anyio.to_thread.run_sync(self.cursors.set, "dream", tick)
+        return {"staged": report.hypotheses_staged, "mutations": report.mutations_staged}
+
+    async def _rewrite(self, now: float) -> Mapping[str, Any]:
+        assert self.memory is not None
+        insights = await self.memory.grimoire.in_store(self._insights, now)
+        report = await self.memory.run(now, insights=insights)
+        return {"accepted": int(report.accepted), "consumed": report.notes_consumed}
+
+    def _insights(self, now: float) -> list[tuple[str, str, float]]:
+        """What the dream brought to mind: the newest dream hypotheses and the most confident
+        knowledge consolidated since the last day, for Emerging Skills / Curiosity Gaps."""
+        grimoire = self.memory.grimoire if self.memory is not None else None
+        if grimoire is None:
+            return []
+        recent = [e for e in grimoire.semantic.iter_all()
+                  if e.namespace == grimoire.namespace
+                  and e.status in (Status.ACTIVE, Status.STAGED)
+                  and e.entry_type is not EntryType.ANTI_KNOWLEDGE
+                  and e.fact_kind is not FactKind.BASELINE  # statistics, not skills
+                  and e.provenance.process in ("dream", "consolidation")
+                  and (e.last_reinforced or e.created_at) >= now - 86_400.0]
+        recent.sort(key=lambda e: (-e.confidence, e.id))
+        return [(e.id, e.text, e.confidence) for e in recent[:MAX_INSIGHTS]]
+
+
+async def open_delta(config: Config, grimoire: Grimoire,
+                     maintenance: Callable[[TickContext], Awaitable[TickCounters | None]],
+                     stack: AsyncExitStack, events: EventBus | None = None) -> DeltaCycle:
+    """Build Delta's stages from config; their files close with ``stack``."""
+    cons = config.consolidation
+    state_dir = config.data_dir / "consolidation"
+    journal_path = config.data_dir / JOURNAL_DIR / JOURNAL_DB
+    engine = await anyio.to_thread.run_sync(lambda: ConsolidationEngine(
+        grimoire, state_dir, events=events, params=EngineParams(
+            replay=ReplayParams(batch_size=cons.replay_budget,
+                                recent_fraction=cons.recent_share),
+            seed=config.golem.seed)))
+    stack.callback(engine.close)
+    cursors = await anyio.to_thread.run_sync(Cursors, state_dir)
+    stack.callback(cursors.close)
+    lab = None
+    if cons.loop3:
+        state = await anyio.to_thread.run_sync(StateStore.open, config.data_dir)
+        try:
+            policies = PolicyStore.open(state)
+        finally:
+            state.close()
+        stack.callback(policies.close)
+        lab = await anyio.to_thread.run_sync(lambda: MutationLab(
+            grimoire, policies, journal_path=journal_path, state_dir=state_dir,
+            total_budget=config.theta_context.total_budget, settings=Loop3Settings(),
+            events=events))
+        stack.callback(lab.close)
+    dreams = DreamCycle(grimoire, settings=DreamSettings(
+        every_ticks=cons.dream_every, idle_min_ticks=cons.idle_dream_every),
+        lab=lab, events=events)
+    memory = WorkingMemoryCycle(
+        grimoire, grimoire.memory_path, events, name=config.golem.name,
+        mandate=f"Learn the {config.chain.mode} market it watches; decisions are recorded "
+                "and checked by the policy cage, not executed (execution is not built yet)",
+    ) if cons.memory_rewrite else None
+    return DeltaCycle(
+        engine=engine,
+        feedback=RecallFeedback(grimoire, JournalReader(journal_path),
+                                useful_quality=cons.useful_quality),
+        curator=CuratorCycle(grimoire, events=events, every=cons.curator_every),
+        dreams=dreams, memory=memory, maintenance=maintenance, cursors=cursors)

@@ -1,0 +1,105 @@
+"""Candidate facts of every kind from one replay set, and how a repeat merges.
+
+Which episodes feed what: sizes, anti-knowledge and procedural facts use the whole
+replay set (recent and replayed old episodes alike; replay is meant to strengthen
+what recurs). Rates, causal lags and timing patterns need complete time series, so
+they use only the recent window (every episode captured since the last run), never
+the priority-sampled old ones, whose gaps in time would fake low rates.
+
+The revert and strategy-outcome episode conventions live in facts.py. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from golem.consolidation import baselines, causal, facts
+from golem.consolidation.facts import FactCandidate
+from golem.grimoire.records import Episode, FactKind
+
+
+@dataclass(frozen=True)
+class ExtractParams:
+    min_samples: int = 3
+    rate_bin_s: float = 300.0
+    min_rate_bins: int = 2
+    causal_params: causal.CausalParams = field(default_factory=causal.CausalParams)
+    patterns: tuple[tuple[str, str], ...] = (("AnswerUpdated", "LiquidationCall"),)
+    pattern_window_s: float = 60.0
+    pattern_min_events: int = 5
+    pattern_min_z: float = 3.0
+    min_reverts: int = 3
+    min_revert_share: float = 0.8
+    min_outcomes: int = 3
+
+
+def chain_events(episodes: Sequence[Episode]) -> list[Episode]:
+    """The market's own events: the golem's reverts and action outcomes are not part of
+    any pool's size or rate baseline."""
+    own = (facts.REVERT_CATEGORY, facts.OUTCOME_CATEGORY)
+    return [e for e in episodes if e.category not in own]
+
+
+def extract(replayed: Sequence[Episode], recent: Sequence[Episode], window: tuple[float, float],
+            params: ExtractParams, seed: int) -> list[FactCandidate]:
+    """All candidates; keys are unique (the first of a duplicate key wins)."""
+    start, end = window
+    market, window_market = chain_events(replayed), chain_events(recent)
+    out: list[FactCandidate] = []
+    out += baselines.size_baselines(market, params.min_samples)
+    out += baselines.rate_baselines(window_market, start, end, params.rate_bin_s,
+                                    params.min_rate_bins)
+    out += causal.causal_relations(window_market, start, end, params.causal_params, seed)
+    for trigger, follower in params.patterns:
+        found = causal.pattern(window_market, start, end, trigger=trigger, follower=follower,
+                               window_s=params.pattern_window_s,
+                               min_events=params.pattern_min_events,
+                               min_z=params.pattern_min_z)
+        if found is not None:
+            out.append(found)
+    out += facts.anti_knowledge(replayed, params.min_reverts, params.min_revert_share)
+    out += facts.procedural(replayed, params.min_outcomes)
+    unique: dict[str, FactCandidate] = {}
+    for cand in out:
+        unique.setdefault(cand.key, cand)
+    return list(unique.values())
+
+
+def merge_fact(kind: FactKind | None, old: Mapping[str, Any],
+               new: FactCandidate) -> tuple[dict[str, Any], str]:
+    """(merged fact, its text) for a repeat sighting of ``new.key``.
+
+    Baselines pool old and new statistics exactly; anti-knowledge and procedural facts
+    add up their counts; causal relations and patterns take the newest measurement
+    (their strength is re-tested every run) and count how often they held.
+    """
+    fact = dict(new.fact)
+    try:
+        if kind == FactKind.BASELINE:
+            fact = baselines.merge_baseline(old, new.fact)
+            return fact, baselines.baseline_text(fact)
+        if kind == FactKind.ANTI_KNOWLEDGE:
+            fact["reverts"] = int(old["reverts"]) + int(new.fact["reverts"])
+            fact["attempts"] = int(old["attempts"]) + int(new.fact["attempts"])
+            text = new.text.replace(
+                f"{new.fact['reverts']} of {new.fact['attempts']} attempts",
+                f"{fact['reverts']} of {fact['attempts']} attempts")
+            fact["warning"] = text
+            return fact, text
+        if kind == FactKind.PROCEDURAL:
+            n_old, n_new = int(old["pnl_n"]), int(new.fact["pnl_n"])
+            n = n_old + n_new
+            fact["attempts"] = int(old["attempts"]) + int(new.fact["attempts"])
+            fact["succeeded"] = int(old["succeeded"]) + int(new.fact["succeeded"])
+            fact["pnl_n"] = n
+            fact["pnl_mean_usd"] = ((float(old["pnl_mean_usd"]) * n_old
+                                     + float(new.fact["pnl_mean_usd"]) * n_new) / n
+                                    if n else 0.0)
+            fact["observation"] = facts.procedural_text(fact)
+            return fact, fact["observation"]
+    except (KeyError, TypeError, ValueError):
+        pass  # an old fact in another shape: the new measurement replaces it
+    fact["confirmations"] = int(old.get("confirmations", 1)) + 1
+    return fact, new.text

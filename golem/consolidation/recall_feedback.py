@@ -1,0 +1,93 @@
+"""Reinforcement on use (the testing effect) from Theta's scored decisions.
+
+A decision names the grimoire:// sources it relied on; once its predictions are
+scored, each semantic entry it relied on is reinforced as useful (quality at or
+above ``useful_quality``) or not. This is what gives ``successful_recalls`` and
+recall-driven confidence their meaning: the curator promotes and the playbook
+takes heuristics from them. Episodes are not reinforced here (their quality gate
+is consolidation's). Each scored tick is used once: a cursor remembers the last.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+import structlog
+
+from golem.grimoire.errors import GrimoireError
+from golem.grimoire.grimoire import Grimoire
+
+from .mutations import JournalReader
+
+log = structlog.get_logger("golem.consolidation.recall_feedback")
+
+SCHEME = "grimoire://"
+
+
+def entry_ids(uris: Iterable[str]) -> list[str]:
+    """Semantic entry ids from grimoire://namespace/type/id sources (episodes skipped)."""
+    ids: list[str] = []
+    for uri in uris:
+        if not isinstance(uri, str) or not uri.startswith(SCHEME):
+            continue
+        parts = uri[len(SCHEME):].split("/")
+        if len(parts) == 3 and parts[1] != "episode" and parts[2] and parts[2] not in ids:
+            ids.append(parts[2])
+    return ids
+
+
+def relied_on(record: dict[str, Any]) -> list[str]:
+    """The sources a decision record says it relied on: its referenced list and citations."""
+    decision = record.get("decision") or {}
+    return entry_ids([*decision.get("referenced", ()), *record.get("cited", ())])
+
+
+@dataclass(frozen=True)
+class FeedbackReport:
+    ticks: int
+    useful: int
+    not_useful: int
+    missing: int
+    last_tick: int
+
+
+class RecallFeedback:
+    def __init__(self, grimoire: Grimoire, journal: JournalReader, *,
+                 useful_quality: float = 0.5, batch: int = 500) -> None:
+        self.grimoire = grimoire
+        self.journal = journal
+        self.useful_quality = useful_quality
+        self.batch = batch
+
+    async def run(self, after_tick: int) -> FeedbackReport:
+        """Reinforce the entries of decisions scored after ``after_tick``."""
+        rows = await anyio.to_thread.run_sync(self._scored, after_tick)
+        useful = not_useful = missing = 0
+        last = after_tick
+        for tick, quality, record in rows:
+            good = quality >= self.useful_quality
+            for entry_id in relied_on(record):
+                try:
+                    await self.grimoire.reinforce(entry_id, useful=good)
+                except GrimoireError as exc:  # forgotten since, or another namespace's
+                    missing += 1
+                    log.debug("reinforcement skipped", id=entry_id, error=str(exc))
+                    continue
+                useful += good
+                not_useful += not good
+            last = tick
+        if rows:
+            log.info("recall feedback", ticks=len(rows), useful=useful, not_useful=not_useful,
+                     missing=missing, last_tick=last)
+        return FeedbackReport(len(rows), useful, not_useful, missing, last)
+
+    def _scored(self, after_tick: int) -> list[tuple[int, float, dict[str, Any]]]:
+        rows = self.journal.rows(
+            "SELECT o.tick, o.quality, d.record FROM outcomes o JOIN decisions d "
+            "ON d.tick = o.tick WHERE o.quality IS NOT NULL AND o.tick > ? "
+            "ORDER BY o.tick LIMIT ?", (after_tick, self.batch))
+        return [(int(t), float(q), json.loads(r)) for t, q, r in rows]
