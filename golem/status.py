@@ -13,6 +13,7 @@ from typing import Any
 from golem.chain.cursor import read_cursors
 from golem.cognition.journal import latest as journal_latest
 from golem.config import LOOP_NAMES, Config, speed_label
+from golem.consolidation.status import delta_status
 from golem.errors import StateError
 from golem.redact import redact_url
 from golem.runtime.duration import format_duration
@@ -42,6 +43,7 @@ def collect_status(config: Config) -> dict[str, Any]:
         "chain": _chain(config),
         "theta": journal_latest(data_dir) if data_dir.exists() else None,
         "policy": None,
+        "delta": delta_status(data_dir) if data_dir.exists() else None,
     }
     store = StateStore.open_readonly(data_dir) if data_dir.exists() else None
     if store is None:
@@ -162,6 +164,17 @@ def render_status(report: dict[str, Any]) -> str:
         lines.append(f"  governor   policy revision {policy['revision']}"
                      + (f" (learnt {policy['learnt_at']})" if policy.get("learnt_at") else
                         " (seed defaults)"))
+    delta = report.get("delta")
+    if delta:
+        last = delta["last_consolidation_at"]
+        dream = delta["last_dream_tick"]
+        lines.append(f"  delta      {delta['consolidation_runs']} consolidation runs"
+                     + (f" (last {iso(last)})" if last is not None else "")
+                     + (f"; last dream at Delta tick {dream}" if dream is not None
+                        else "; no dream yet"))
+        lines.append("  knowledge  " + _counts(delta["entries"], "entries") + "; facts "
+                     + _counts(delta["facts"], "") + "; Loop 3 mutations "
+                     + _counts(delta["mutations"], ""))
     for c in chain["cursors"]:
         lines.append(f"    chain {c['chain_id']}: captured blocks {c['first_block']}.."
                      f"{c['cursor']} (committed {c['updated_at']})")
@@ -184,6 +197,14 @@ def render_status(report: dict[str, Any]) -> str:
     for name, size in data["entries"].items():
         lines.append(f"    {name:<20} {_bytes(size)}")
     return "\n".join(lines)
+
+
+def _counts(counts: dict[str, int], noun: str) -> str:
+    if not counts:
+        return "none"
+    parts = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    total = sum(counts.values())
+    return f"{total} {noun} ({parts})" if noun else parts
 
 
 def _yes(value: Any) -> str:

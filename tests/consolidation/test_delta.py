@@ -15,6 +15,7 @@ from golem.cognition.journal import DecisionJournal, Outcome
 from golem.config import Config, load_config
 from golem.consolidation.delta import DeltaCycle, DeltaStageFailed, open_delta
 from golem.consolidation.recall_feedback import entry_ids
+from golem.consolidation.status import delta_status
 from golem.events import EventBus
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
@@ -139,6 +140,12 @@ def test_delta_runs_its_stages_with_durable_cursors(tmp_path: Path, embedder: Em
     # Tick 4: the dream ran and its cursor moved; the rewrite failed and was named.
     assert out["failed"].startswith("memory: ") and "MEMORY.md" in out["failed"]
     assert out["dream_cursor"] == 4
+    # golem status reads the same, read-only
+    status = delta_status(cfg.data_dir)
+    assert status is not None and status["consolidation_runs"] == 1
+    assert status["last_dream_tick"] == 4 and status["feedback_through_theta_tick"] == 1
+    assert status["facts"]["baseline"] == out["baselines"] and status["entries"]["active"] > 0
+    assert delta_status(tmp_path / "elsewhere") is None
 
 
 def test_open_delta_builds_every_stage(tmp_path: Path, embedder: Embedder) -> None:

@@ -1,0 +1,51 @@
+"""What Delta has done, for ``golem status``: read-only, no model, no lock.
+
+Each file is opened read-only and may be missing (Delta has not run yet) or
+from an older build; either way the answer says what it knows and nothing more.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+
+def _rows(path: Path, sql: str) -> list[tuple[Any, ...]] | None:
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            conn.execute("PRAGMA busy_timeout=2000")
+            return conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
+def delta_status(data_dir: Path) -> dict[str, Any] | None:
+    """Consolidation runs, cursors, Loop 3 mutations and the semantic store's make-up;
+    None when Delta has never run in this data dir."""
+    state = data_dir / "consolidation"
+    runs = _rows(state / "consolidation.db", "SELECT runs, updated_at FROM cursor")
+    if runs is None:
+        return None
+    cursors = dict(_rows(state / "delta.db", "SELECT name, value FROM cursors") or [])
+    mutations = dict(_rows(state / "loop3.db",
+                           "SELECT status, COUNT(*) FROM mutations GROUP BY status") or [])
+    entries = dict(_rows(data_dir / "grimoire.db",
+                         "SELECT status, COUNT(*) FROM entries GROUP BY status") or [])
+    kinds = dict(_rows(data_dir / "grimoire.db",
+                       "SELECT fact_kind, COUNT(*) FROM entries WHERE fact_kind IS NOT NULL "
+                       "AND status IN ('active', 'staged') GROUP BY fact_kind") or [])
+    return {
+        "consolidation_runs": sum(int(r) for r, _ in runs),
+        "last_consolidation_at": max((float(t) for _, t in runs), default=None),
+        "last_dream_tick": cursors.get("dream"),
+        "feedback_through_theta_tick": cursors.get("feedback"),
+        "mutations": mutations,
+        "entries": entries,
+        "facts": kinds,
+    }
