@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import random
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from golem.chain.follower import Captured, ChainFollower, Idle, Rewound
 from golem.chain.jsonrpc import RpcError
 from golem.chain.ranges import RangeRefusedError
 from golem.chain.reader import ChainReader
-from golem.chain.render import render
+from golem.chain.render import TokenMeta, render
 from golem.chain.reorg import DeepReorgError
 from golem.chain.source import SimulatedSource
 from golem.chain.tokens import TokenDirectory
@@ -228,14 +229,15 @@ class GammaCapture:
             if decision.action is RoutingAction.ESCALATE:
                 escalated.append(Escalation(eid, curiosity, decision.reason))
             size = obs.features.get(size_key(event.name))
-            text = (self._context(event, size.error if size is not None else None)
-                    + render(event, await self.directory.meta_for(event)))
+            meta = await self.directory.meta_for(event)
+            text = self._context(event, size.error if size is not None else None) \
+                + render(event, meta)
             episodes.append(Episode(
                 id=eid, namespace=self.grimoire.namespace, chain_id=raw.chain_id,
                 block_number=raw.block_number, block_hash=raw.block_hash,
                 log_index=raw.log_index, tx_hash=raw.tx_hash, tick=tick, observed_at=now,
                 category=event.category, protocol=event.protocol, text=text,
-                payload=episode_payload(event, obs.regime.value, decision.action.value),
+                payload=episode_payload(event, obs.regime.value, decision.action.value, meta),
                 curiosity=curiosity,
                 provenance=Provenance(author=self.grimoire.namespace, process="gamma",
                                       verified=True)))
@@ -284,10 +286,16 @@ def decode_kept(raw: RawLog) -> DecodedEvent:
                              "malformed": str(exc)})
 
 
-def episode_payload(event: DecodedEvent, regime: str, route: str) -> dict[str, Any]:
+def episode_payload(event: DecodedEvent, regime: str, route: str,
+                    tokens: Mapping[str, TokenMeta] | None = None) -> dict[str, Any]:
+    """The decoded event as stored; ``tokens``: the metadata its amounts are read with
+    (keys as TokenDirectory.meta_for gives them), so consolidation can state baselines in
+    token units. Symbols are cleaned on-chain strings: untrusted."""
     return {"event": event.name, "signature": event.signature, "address": event.address,
             "args": dict(event.args),  # exact ints, JSON-safe in Python
-            "raw": event.raw, "perceived_regime": regime, "route": route}
+            "raw": event.raw, "perceived_regime": regime, "route": route,
+            "tokens": {key: {"symbol": m.symbol, "decimals": m.decimals}
+                       for key, m in (tokens or {}).items()}}
 
 
 def _count_lines(path: Path) -> int:

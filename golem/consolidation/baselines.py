@@ -15,6 +15,7 @@ Pure.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -132,13 +133,57 @@ def short(address: str) -> str:
     return f"{address[:6]}...{address[-4:]}" if len(address) > 12 else address
 
 
+# Which token a size metric is denominated in: a key of the payload's "tokens"
+# (token0/token1 for pools) or the arg / payload field naming the token's address.
+METRIC_TOKEN: dict[str, tuple[str, str]] = {
+    "swap_amount0": ("key", "token0"), "reserve0": ("key", "token0"),
+    "swap_amount1": ("key", "token1"), "reserve1": ("key", "token1"),
+    "transfer_value": ("payload", "address"), "oracle_answer": ("payload", "address"),
+    "supply_amount": ("arg", "reserve"), "withdraw_amount": ("arg", "reserve"),
+    "borrow_amount": ("arg", "reserve"), "repay_amount": ("arg", "reserve"),
+    "liquidation_debt": ("arg", "debtAsset"), "liquidation_collateral": ("arg", "collateralAsset"),
+}
+# Token symbols are on-chain strings anyone can set: only plain ones are ever shown.
+SAFE_SYMBOL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,11}")
+
+
+def token_of(metric: str, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """{"symbol": plain symbol or None, "decimals": int} of the token a metric counts in,
+    from the metadata Gamma stored with the episode; None when unknown."""
+    where = METRIC_TOKEN.get(metric)
+    tokens = payload.get("tokens")
+    if where is None or not isinstance(tokens, Mapping):
+        return None
+    kind, name = where
+    args = payload.get("args")
+    key = name if kind == "key" else payload.get(name) if kind == "payload" else \
+        args.get(name) if isinstance(args, Mapping) else None
+    meta = tokens.get(key) if isinstance(key, str) else None
+    if not isinstance(meta, Mapping):
+        return None
+    decimals = meta.get("decimals")
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 36:
+        return None
+    symbol = meta.get("symbol")
+    plain = symbol if isinstance(symbol, str) and SAFE_SYMBOL.fullmatch(symbol) else None
+    return {"symbol": plain, "decimals": decimals}
+
+
 def baseline_text(fact: Mapping[str, Any]) -> str:
     regime = "all regimes" if fact["regime"] == ALL_REGIMES else f"regime {fact['regime']}"
-    unit = "events per hour" if fact["unit"] == "per_hour" else "raw token units"
+    mean, sd = float(fact["mean"]), float(fact["stddev"])
+    if fact["unit"] == "per_hour":
+        unit = "events per hour"
+    elif isinstance(fact.get("decimals"), int):  # human units of a known token
+        scale = 10.0 ** fact["decimals"]
+        mean, sd = mean / scale, sd / scale
+        unit = fact.get("symbol") or "token units"
+    else:
+        unit = "raw token units"
     what = "over" if fact["unit"] == "per_hour" else "from"
     count = f"{fact['n']} {'bins' if fact['unit'] == 'per_hour' else 'observations'}"
     return (f"{fact['protocol'] or 'Pool'} {short(fact['pool'])} {fact['label']}, {regime}: "
-            f"mean {fact['mean']:.4g}, stddev {fact['stddev']:.4g} {unit} ({what} {count}).")
+            f"mean {mean:.4g}, stddev {sd:.4g} {unit} ({what} {count}).")
 
 
 def _candidate(metric: str, pool: str, protocol: str, regime: str, values: Sequence[float],
@@ -148,6 +193,9 @@ def _candidate(metric: str, pool: str, protocol: str, regime: str, values: Seque
     fact: dict[str, Any] = {"key": key, "metric": f"{metric}@{pool}/{regime}", "label": label,
                             "pool": pool, "protocol": protocol, "regime": regime, "unit": unit,
                             "mean": mean, "stddev": sd, "n": len(values)}
+    token = next((t for e in eps if (t := token_of(metric, e.payload)) is not None), None)
+    if token is not None:
+        fact.update(token)
     lo, hi = span(eps)
     return FactCandidate(
         key=key, text=baseline_text(fact), fact_kind=FactKind.BASELINE,
