@@ -162,6 +162,9 @@ class ChainSection:
     # Catch-up bounds: blocks and logs captured per Gamma tick at most (whole blocks).
     max_blocks_per_tick: int = field(default=500, metadata=_check(ge=1, le=1_000_000))
     max_logs_per_tick: int = field(default=200, metadata=_check(ge=1, le=1_000_000))
+    # Also capture reverted transactions to watched contracts (they emit no log); over
+    # RPC this reads every captured block in full (catching up on mainnet: MBs a tick).
+    capture_reverts: bool = True
     rpc: RpcSection = field(default_factory=RpcSection)
 
 
@@ -236,6 +239,22 @@ class ConsolidationSection:
     memory_rewrite: bool = True
     # Decisions scored at least this well count as a useful recall of what they cited.
     useful_quality: float = field(default=0.5, metadata=_check(ge=0, le=1))
+    # Forgetting episodes (consolidated ones only; what facts rest on is kept): older
+    # than episode_horizon_days go, reverts and action outcomes after
+    # failure_horizon_days, salient or cited ones after salient_horizon_days; past
+    # max_episodes the least useful consolidated ones go first. Every
+    # retention_every Delta ticks, at most retention_max_per_run at a time.
+    episode_horizon_days: float = field(default=14.0, metadata=_check(gt=0, le=36_500))
+    failure_horizon_days: float = field(default=60.0, metadata=_check(gt=0, le=36_500))
+    salient_horizon_days: float = field(default=90.0, metadata=_check(gt=0, le=36_500))
+    max_episodes: int = field(default=100_000, metadata=_check(ge=1_000, le=10**9))
+    retention_every: int = field(default=6, metadata=_check(ge=1, le=100_000))
+    retention_max_per_run: int = field(default=5_000, metadata=_check(ge=1, le=10**7))
+    # With cognition.provider = "anthropic": the cheap tier summarises clusters into
+    # staged insights, tidies recent entries, writes MEMORY.md and judges Loop 3
+    # counterfactuals, each run bounded by model_max_run_usd (and the spend caps).
+    model_assist: bool = True
+    model_max_run_usd: float = field(default=0.05, metadata=_check(ge=0, le=100))
     # Store maintenance: compaction every N Delta ticks, old LanceDB versions kept this
     # many wall seconds (for readers in other processes), and a warning past disk_cap_mb.
     optimize_every: int = field(default=144, metadata=_check(ge=1, le=100_000))

@@ -20,6 +20,7 @@ from golem.runtime.handlers import HandlerRegistry
 
 if TYPE_CHECKING:
     from golem.chain.capture import GammaCapture
+    from golem.cognition.model import ModelCognition
     from golem.grimoire.grimoire import Grimoire
 
 # What each loop will do once its part exists; shown by `golem status`.
@@ -45,7 +46,8 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
     stack.push_async_callback(grimoire.close)
     capture = await _setup_capture(ctx, stack, grimoire) if ctx.config.chain.mode != "off" \
         else None
-    await _setup_theta(ctx, stack, grimoire, capture)
+    model = _open_model(ctx, stack, grimoire)
+    await _setup_theta(ctx, stack, grimoire, capture, model)
     cons = ctx.config.consolidation
     maintenance = GrimoireMaintenance(
         grimoire, optimize_every=cons.optimize_every, decay=not cons.enabled,
@@ -54,7 +56,7 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
         from golem.consolidation.delta import open_delta  # noqa: PLC0415
 
         ctx.registry.register("delta", await open_delta(
-            ctx.config, grimoire, maintenance, stack, ctx.events))
+            ctx.config, grimoire, maintenance, stack, ctx.events, model=model))
     else:
         ctx.registry.register("delta", maintenance)
 
@@ -91,8 +93,24 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
     return capture
 
 
+def _open_model(ctx: SetupContext, stack: AsyncExitStack,
+                grimoire: Grimoire) -> ModelCognition | None:
+    """The model tiers, when configured: one instance, one spend ledger, shared by Theta's
+    decisions and Delta's consolidation, rewrite and Loop 3 calls."""
+    if ctx.config.cognition.provider != "anthropic":
+        return None
+    from golem.cognition.keys import load_api_key  # noqa: PLC0415
+    from golem.cognition.model import LEDGER_FILE, ModelCognition  # noqa: PLC0415
+
+    model = ModelCognition.open(ctx.config.cognition, load_api_key(ctx.config),
+                                ctx.config.data_dir / "cognition" / LEDGER_FILE, grimoire,
+                                ctx.clock.now)
+    stack.push_async_callback(model.aclose)
+    return model
+
+
 async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimoire,
-                       capture: GammaCapture | None) -> None:
+                       capture: GammaCapture | None, model: ModelCognition | None) -> None:
     """Theta's decision cycle: the Governor, the offline tier, the cage, the journal."""
     import anyio.to_thread  # noqa: PLC0415
 
@@ -117,15 +135,6 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     cage = Cage(frozenset(contracts), frozenset(cfg.allowed_assets), cfg.max_notional_usd,
                 cfg.max_position_usd, cfg.max_drawdown, cfg.max_approval)
     governor = ContextGovernor(grimoire, ctx.config.theta_context.total_budget)
-    model = None
-    if ctx.config.cognition.provider == "anthropic":
-        from golem.cognition.keys import load_api_key  # noqa: PLC0415
-        from golem.cognition.model import LEDGER_FILE, ModelCognition  # noqa: PLC0415
-
-        model = ModelCognition.open(ctx.config.cognition, load_api_key(ctx.config),
-                                    data_dir / "cognition" / LEDGER_FILE, grimoire,
-                                    ctx.clock.now)
-        stack.push_async_callback(model.aclose)
     ctx.registry.register("theta", ThetaCycle(
         governor, journal, policies, cage, capture, ctx.events,
         loop2_every=ctx.config.theta_context.loop2_every, model=model,

@@ -5,10 +5,12 @@ round over the chain reader. A `Captured` round decodes every watched log (an
 undecodable one is kept raw, never dropped), renders it with token metadata read
 from the chain, lets perception score it (beliefs per protocol and contract,
 Bayesian surprise, curiosity, EFE routing), writes all of the round's episodes
-in one Grimoire call, and only then commits the reorg window (whose top is the
-cursor). A `Rewound` round deletes the orphaned blocks' episodes, commits the
-rewound window, emits `chain:reorg` and polls again. Episode ids come from
-(chain id, block hash, log index), so a re-captured log never duplicates.
+in one Grimoire call with the round's reverted transactions to watched addresses
+(golem.chain.reverts: a revert emits no log), and only then commits the reorg
+window (whose top is the cursor). A `Rewound` round deletes the orphaned blocks'
+episodes, commits the rewound window, emits `chain:reorg` and polls again. Episode
+ids come from (chain id, block hash, log index or tx index), so a re-captured log
+or revert never duplicates.
 
 A node that fails (down, slow, malformed answers) costs a warning and a jittered
 backoff on the golem clock; nothing is written until it answers again. A reorg
@@ -38,6 +40,7 @@ from golem.chain.ranges import RangeRefusedError
 from golem.chain.reader import ChainReader
 from golem.chain.render import TokenMeta, render
 from golem.chain.reorg import DeepReorgError
+from golem.chain.reverts import revert_episodes, verified_hashes
 from golem.chain.source import SimulatedSource
 from golem.chain.tokens import TokenDirectory
 from golem.chain.watch import WatchList
@@ -201,6 +204,12 @@ class GammaCapture:
                      now: float) -> dict[str, int | float]:
         assert self.chain_id is not None
         beliefs, episodes, escalated = await self._perceive(round_.logs, tick, now)
+        reverts = await revert_episodes(
+            self.reader, self.directory, self.watch.addresses, round_.first, round_.last,
+            verified=verified_hashes(round_), succeeded={raw.tx_hash for raw in round_.logs},
+            namespace=self.grimoire.namespace, tick=tick, now=now) \
+            if self.chain.capture_reverts else []
+        episodes.extend(reverts)
         stored = await self.grimoire.add_episodes(episodes) if episodes else 0
         await anyio.to_thread.run_sync(self.store.commit, self.chain_id, round_.window,
                                        round_.first_block, now)
@@ -209,7 +218,7 @@ class GammaCapture:
         self.escalations.extend(escalated)
         await anyio.to_thread.run_sync(self._write_beliefs)
         return {"head": round_.head, "cursor": round_.last, "logs": len(round_.logs),
-                "episodes": stored, "escalated": len(escalated)}
+                "reverts": len(reverts), "episodes": stored, "escalated": len(escalated)}
 
     async def _perceive(self, logs: tuple[RawLog, ...], tick: int, now: float,
                         ) -> tuple[BeliefState, list[Episode], list[Escalation]]:

@@ -1,7 +1,9 @@
 """Capture's reader for a real node: HTTP polling, or WebSocket with subscriptions.
 
 HTTP: head by eth_blockNumber, headers in one JSON-RPC batch, logs by
-eth_getLogs (the caller chunks the range and halves it on `LogRangeRefused`).
+eth_getLogs (the caller chunks the range and halves it on `LogRangeRefused`);
+failed transactions by full blocks in batches, then receipts (batched) only for
+the transactions sent to a watched address.
 
 WebSocket: the same requests over the socket, plus `eth_subscribe` to newHeads
 and to the watched logs. Subscribed logs are buffered by block hash and serve a
@@ -15,20 +17,32 @@ eth_getLogs, so a dropped socket can cost a request but never a log.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 import structlog
 
 from golem.chain.decoding import MalformedLog, RawLog
 from golem.chain.jsonrpc import HttpRpc, RpcError, RpcRefused, WsRpc
-from golem.chain.reader import LogRangeRefused, header_of, is_range_refusal, logs_of, to_int
+from golem.chain.reader import (
+    FailedTx,
+    LogRangeRefused,
+    check_span,
+    header_of,
+    is_range_refusal,
+    logs_of,
+    reverted,
+    to_int,
+    watched_txs,
+)
 from golem.chain.reorg import Header
 from golem.chain.watch import WatchList
 
 log = structlog.get_logger("golem.chain.rpc")
 
 HEADER_BATCH = 100
+FULL_BLOCK_BATCH = 20  # full blocks (with transactions) per batch: replies are large
+RECEIPT_BATCH = 100
 KEEP_BLOCKS = 1024  # subscription buffer kept below the lowest block still asked for
 
 
@@ -69,6 +83,28 @@ class RpcReader:
                 raise LogRangeRefused(str(exc)) from None
             raise
         return logs_of(raw, await self._cached_chain_id(), lo, hi)
+
+    async def failed_transactions(self, lo: int, hi: int, addresses: Iterable[str],
+                                  succeeded: Collection[str] = ()) -> list[FailedTx]:
+        check_span(lo, hi)
+        watched = frozenset(a.lower() for a in addresses)
+        ok = frozenset(h.lower() for h in succeeded)
+        chain_id = await self._cached_chain_id()
+        sent: list[FailedTx] = []
+        for start in range(lo, hi + 1, FULL_BLOCK_BATCH):
+            numbers = range(start, min(start + FULL_BLOCK_BATCH, hi + 1))
+            blocks = await self.rpc.batch([("eth_getBlockByNumber", [hex(n), True])
+                                           for n in numbers])
+            for block, n in zip(blocks, numbers, strict=True):
+                sent.extend(tx for tx in watched_txs(block, n, watched, chain_id)
+                            if tx.tx_hash not in ok)
+        out: list[FailedTx] = []
+        for start in range(0, len(sent), RECEIPT_BATCH):
+            chunk = sent[start:start + RECEIPT_BATCH]
+            receipts = await self.rpc.batch([("eth_getTransactionReceipt", [tx.tx_hash])
+                                             for tx in chunk])
+            out.extend(tx for tx, r in zip(chunk, receipts, strict=True) if reverted(r, tx))
+        return out
 
     async def _cached_chain_id(self) -> int:
         if self._chain_id is None:

@@ -29,6 +29,7 @@ from golem.cognition.tools import run_tool_rounds
 from golem.config import CognitionSection
 from golem.governor.workspace import CognitiveWorkspace
 from golem.grimoire.grimoire import Grimoire
+from golem.redact import redact
 
 LEDGER_FILE = "spend.db"
 IDENTITY = ("You are a golem: an autonomous DeFi agent with a finite budget. You observe a "
@@ -45,20 +46,35 @@ class ModelDecision:
     error: str = ""
 
 
+@dataclass(frozen=True)
+class Written:
+    """One plain model reply (no tools): its text, what it cost and how it stopped."""
+
+    text: str
+    cost_usd: float
+    model: str
+    stop_reason: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        return self.stop_reason == "max_tokens"
+
+
 class _Ledgered:
     """A Completer that books every call in the spend ledger."""
 
     def __init__(self, provider: AnthropicProvider, ledger: SpendLedger,
-                 now: Callable[[], float], model: str, max_tokens: int) -> None:
+                 now: Callable[[], float], model: str, max_tokens: int, *,
+                 purpose: str = "theta") -> None:
         self.provider, self.ledger, self.now = provider, ledger, now
-        self.model, self.max_tokens = model, max_tokens
+        self.model, self.max_tokens, self.purpose = model, max_tokens, purpose
         self.cost_micro = 0
 
     async def complete(self, request: Mapping[str, Any]) -> LlmResult:
         req = {**request, "model": self.model, "max_tokens": self.max_tokens}
         rid = await anyio.to_thread.run_sync(lambda: self.ledger.reserve(
             self.model, worst_case_input_tokens(req), self.max_tokens, now=self.now(),
-            purpose="theta"))
+            purpose=self.purpose))
         try:
             result = await self.provider.complete(req)
         except LlmUnavailable as exc:
@@ -129,6 +145,29 @@ class ModelCognition:
             Malformed(("the model was still calling tools after the last round",), text)
         return ModelDecision(decision, model, caller.cost_micro / 1e6, cited, rounds.rounds)
 
+    def worst_write_usd(self, tier: Tier, *, system: str, user: str,
+                        max_tokens: int | None = None) -> float:
+        """The most one ``write`` of this request may cost (what the ledger reserves)."""
+        _, default_max, prices = self._tier(tier)
+        request = _plain_request(system, user)
+        return ModelPrice(*prices).worst_case_micro(
+            worst_case_input_tokens(request), max_tokens or default_max) / 1e6
+
+    async def write(self, tier: Tier, *, system: str, user: str, purpose: str,
+                    max_tokens: int | None = None) -> Written:
+        """One ledgered call without tools (Delta's summaries, rewrites and judgements).
+
+        ``purpose`` names the spender in the ledger row. Raises BudgetExceeded when a cap
+        would be passed and another CognitionError when the call fails; the caller keeps
+        its own fallback.
+        """
+        model, default_max, _ = self._tier(tier)
+        caller = _Ledgered(self.provider, self.ledger, self.now, model,
+                           max_tokens or default_max, purpose=purpose)
+        result = await caller.complete(_plain_request(system, user))
+        text, _ = parse_response(result.content)
+        return Written(text, caller.cost_micro / 1e6, model, result.stop_reason)
+
     async def aclose(self) -> None:
         await self.provider.aclose()
         self.ledger.close()
@@ -137,3 +176,9 @@ class ModelCognition:
         if tier is Tier.T2:
             return self.cfg.model_t2, self.cfg.max_tokens_t2, self.cfg.prices_t2
         return self.cfg.model_t1, self.cfg.max_tokens_t1, self.cfg.prices_t1
+
+
+def _plain_request(system: str, user: str) -> dict[str, Any]:
+    """system and user text, redacted (as prompt.render does) so no key reaches the API."""
+    return {"system": [{"type": "text", "text": redact(system)}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": redact(user)}]}]}

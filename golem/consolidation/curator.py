@@ -26,6 +26,7 @@ from golem.consolidation.curator_signals import (
     effective_confidence,
     is_dream,
     is_inherited,
+    is_model_candidate,
     last_used,
     out_of_scope,
 )
@@ -164,11 +165,15 @@ def _staged(e: SemanticEntry, view: CycleView, p: CuratorParams) -> Verdict:
                     f"confidence {conf:.2f}")
         wants = f"{p.inherited_min_recalls} useful recalls"
     else:
+        # A model's summary already counts its cluster's episodes at creation: that is
+        # the claim, not support for it; it needs support that came later.
+        model_made = is_model_candidate(e)
         support = [s for s, ok in (
             ("verified", e.provenance.verified),
             (f"{e.successful_recalls} useful recalls", e.successful_recalls > 0),
             ("reinforced after creation", (e.last_reinforced or 0.0) > e.created_at),
-            (f"{e.episode_count} episodes", e.episode_count >= p.candidate_min_episodes),
+            (f"{e.episode_count} episodes",
+             not model_made and e.episode_count >= p.candidate_min_episodes),
         ) if ok]
         if support and conf >= p.staged_min_confidence:
             return (Action.PROMOTE, "candidate_supported",

@@ -55,6 +55,11 @@ def is_dream(entry: SemanticEntry) -> bool:
     return process == "dream" or process.startswith("dream:")
 
 
+def is_model_candidate(entry: SemanticEntry) -> bool:
+    """Written by a model's consolidation pass (staged until later evidence backs it)."""
+    return entry.provenance.process == "model-consolidation"
+
+
 def is_inherited(entry: SemanticEntry, namespace: str) -> bool:
     """Knowledge this golem did not learn itself (seed 000 provenance tiers)."""
     prov = entry.provenance

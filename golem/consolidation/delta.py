@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import structlog
@@ -38,9 +38,16 @@ from .dream_cycle import DreamCycle, DreamSettings
 from .engine import ConsolidationEngine, EngineParams
 from .loop3 import Loop3Settings
 from .memory_cycle import WorkingMemoryCycle
+from .model_assist import AssistSettings, ModelAssist
+from .model_seams import ModelEvaluator, memory_writer
 from .mutations import JournalReader, MutationLab
 from .recall_feedback import RecallFeedback
 from .replay import ReplayParams
+from .retention import DAY_S, RetentionParams
+from .retention_cycle import EpisodeRetention, RetentionReport
+
+if TYPE_CHECKING:
+    from golem.cognition.model import ModelCognition
 
 log = structlog.get_logger("golem.consolidation.delta")
 
@@ -82,6 +89,8 @@ class DeltaCycle:
     memory: WorkingMemoryCycle | None
     maintenance: Callable[[TickContext], Awaitable[TickCounters | None]]
     cursors: Cursors
+    assist: ModelAssist | None = None  # the engine's model pass; its counters join ours
+    retention: EpisodeRetention | None = None
     idle_new_episodes: int = 50  # fewer new episodes than this in a tick counts as idle
     name: str = "delta"
 
@@ -114,7 +123,8 @@ class DeltaCycle:
             new_episodes = report.new_episodes
             return {"new": report.new_episodes, "replayed": report.replayed,
                     "created": report.created, "reinforced": report.reinforced,
-                    "forgotten": report.forgotten}
+                    "forgotten": report.forgotten,
+                    **(self.assist.last.counters() if self.assist is not None else {})}
 
         await stage("consolidation", consolidate)
         if self.curator.due(ctx.tick):
@@ -123,6 +133,9 @@ class DeltaCycle:
             await stage("dream", lambda: self._dream(ctx.tick, now))
             if self.memory is not None:
                 await stage("memory", lambda: self._rewrite(now))
+        if self.retention is not None and self.retention.due(ctx.tick):
+            retention = self.retention
+            await stage("retention", lambda: _counters(retention.run(ctx.tick, now)))
         await stage("maintenance", lambda: self.maintenance(ctx))
         if failed:
             raise DeltaStageFailed("; ".join(failed))
@@ -167,21 +180,32 @@ class DeltaCycle:
         return [(e.id, e.text, e.confidence) for e in recent[:MAX_INSIGHTS]]
 
 
+async def _counters(report: Awaitable[RetentionReport]) -> Mapping[str, Any]:
+    return (await report).counters()
+
+
 async def open_delta(config: Config, grimoire: Grimoire,
                      maintenance: Callable[[TickContext], Awaitable[TickCounters | None]],
-                     stack: AsyncExitStack, events: EventBus | None = None) -> DeltaCycle:
-    """Build Delta's stages from config; their files close with ``stack``."""
+                     stack: AsyncExitStack, events: EventBus | None = None, *,
+                     model: ModelCognition | None = None) -> DeltaCycle:
+    """Build Delta's stages from config; their files close with ``stack``. ``model`` (the
+    one Theta uses, same ledger): consolidation, the MEMORY.md rewrite and Loop 3 consult
+    its cheap tier; None: they run without one, and nothing pretends otherwise."""
     cons = config.consolidation
+    model = model if cons.model_assist else None
     state_dir = config.data_dir / "consolidation"
     journal_path = config.data_dir / JOURNAL_DIR / JOURNAL_DB
+    cursors = await anyio.to_thread.run_sync(Cursors, state_dir)
+    stack.callback(cursors.close)
+    assist = None if model is None else ModelAssist(
+        grimoire, model, settings=AssistSettings(max_run_usd=cons.model_max_run_usd),
+        load=cursors.get, save=cursors.set)
     engine = await anyio.to_thread.run_sync(lambda: ConsolidationEngine(
-        grimoire, state_dir, events=events, params=EngineParams(
+        grimoire, state_dir, events=events, assist=assist, params=EngineParams(
             replay=ReplayParams(batch_size=cons.replay_budget,
                                 recent_fraction=cons.recent_share),
             seed=config.golem.seed)))
     stack.callback(engine.close)
-    cursors = await anyio.to_thread.run_sync(Cursors, state_dir)
-    stack.callback(cursors.close)
     lab = None
     if cons.loop3:
         state = await anyio.to_thread.run_sync(StateStore.open, config.data_dir)
@@ -193,7 +217,8 @@ async def open_delta(config: Config, grimoire: Grimoire,
         lab = await anyio.to_thread.run_sync(lambda: MutationLab(
             grimoire, policies, journal_path=journal_path, state_dir=state_dir,
             total_budget=config.theta_context.total_budget, settings=Loop3Settings(),
-            events=events))
+            events=events, evaluator=None if model is None else ModelEvaluator(
+                model, grimoire, missing_weight=Loop3Settings().missing_weight)))
         stack.callback(lab.close)
     dreams = DreamCycle(grimoire, settings=DreamSettings(
         every_ticks=cons.dream_every, idle_min_ticks=cons.idle_dream_every),
@@ -202,10 +227,18 @@ async def open_delta(config: Config, grimoire: Grimoire,
         grimoire, grimoire.memory_path, events, name=config.golem.name,
         mandate=f"Learn the {config.chain.mode} market it watches; decisions are recorded "
                 "and checked by the policy cage, not executed (execution is not built yet)",
+        model=None if model is None else memory_writer(model),
     ) if cons.memory_rewrite else None
     return DeltaCycle(
         engine=engine,
         feedback=RecallFeedback(grimoire, JournalReader(journal_path),
                                 useful_quality=cons.useful_quality),
         curator=CuratorCycle(grimoire, events=events, every=cons.curator_every),
-        dreams=dreams, memory=memory, maintenance=maintenance, cursors=cursors)
+        dreams=dreams, memory=memory, maintenance=maintenance, cursors=cursors, assist=assist,
+        retention=EpisodeRetention(
+            grimoire, cursor=engine.cursor, journal=JournalReader(journal_path),
+            every=cons.retention_every, params=RetentionParams(
+                horizon_s=cons.episode_horizon_days * DAY_S,
+                failure_horizon_s=cons.failure_horizon_days * DAY_S,
+                salient_horizon_s=cons.salient_horizon_days * DAY_S,
+                max_episodes=cons.max_episodes, max_per_run=cons.retention_max_per_run)))

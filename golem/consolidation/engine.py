@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -86,19 +86,27 @@ class ConsolidationReport:
     duration_s: float
 
 
+# After the statistics, before decay: (tick, now, replay clusters, replayed episodes by id)
+# -> whether a model was consulted (model_assist.ModelAssist; it never raises).
+Assist = Callable[[int, float, Sequence[clusters.Cluster], Mapping[str, Episode]],
+                  Awaitable[bool]]
+
+
 def entry_id(namespace: str, key: str) -> str:
     """A fact's entry id follows from its key: a rerun writes the same row."""
     return "fact-" + hashlib.sha256(f"{namespace}\n{key}".encode()).hexdigest()[:32]
 
 
 class ConsolidationEngine:
-    """Statistical consolidation over the Grimoire; no model involved."""
+    """Statistical consolidation over the Grimoire; a model only through ``assist``."""
 
     def __init__(self, grimoire: Grimoire, state_dir: Path, *,
                  params: EngineParams | None = None, events: EventBus | None = None,
                  predictions: Callable[[], Sequence[verify.PredictionOutcome]] | None = None,
-                 timer: Callable[[], float] = time.perf_counter) -> None:
+                 timer: Callable[[], float] = time.perf_counter,
+                 assist: Assist | None = None) -> None:
         self.grimoire = grimoire
+        self.assist = assist
         self.params = params or EngineParams()
         self._events = events
         self._predictions = predictions
@@ -147,6 +155,8 @@ class ConsolidationEngine:
         counts = {"replayed": 0, "clusters": 0, "created": 0, "reinforced": 0,
                   "quarantined": 0, "linked": 0}
         replay_ids: list[str] = []
+        groups: list[clusters.Cluster] = []
+        replayed: list[Episode] = []
         if recent:
             old = [] if first else await g.verified_episodes(after - p.old_horizon_s, after,
                                                              p.old_pool)
@@ -166,6 +176,8 @@ class ConsolidationEngine:
             groups, found = await anyio.to_thread.run_sync(learn)
             counts.update(await self._store(found, now))
             counts["replayed"], counts["clusters"] = len(replay_ids), len(groups)
+        assisted = self.assist is not None and await self.assist(
+            tick, now, groups, {e.id: e for e in replayed})
         await g.mark_episodes(verified=newly, replayed=replay_ids)
         decay = await g.apply_decay()
         if new:
@@ -174,7 +186,7 @@ class ConsolidationEngine:
             tick=tick, new_episodes=len(new), verified=len(newly), rejected=len(rejected),
             decayed=decay.decayed, forgotten=decay.forgotten, window=window,
             duration_s=self._timer() - started, **counts)
-        self._emit(report)
+        self._emit(report, assisted)
         log.info("consolidation run", **{k: v for k, v in vars(report).items()
                                          if k != "window"})
         return report
@@ -226,13 +238,13 @@ class ConsolidationEngine:
             metadata=MemoryMetadata(tokens=cand.tokens, protocols=cand.protocols),
             provenance=Provenance(author=namespace, process="consolidation", verified=True))
 
-    def _emit(self, r: ConsolidationReport) -> None:
+    def _emit(self, r: ConsolidationReport, assisted: bool) -> None:
         if self._events is not None:
             self._events.emit(ConsolidationCompleted(
                 tick=r.tick, episodes_replayed=r.replayed, episodes_verified=r.verified,
                 clusters=r.clusters, facts_created=r.created, facts_reinforced=r.reinforced,
                 facts_quarantined=r.quarantined, decayed=r.decayed, forgotten=r.forgotten,
-                model_assisted=False, duration_s=r.duration_s))
+                model_assisted=assisted, duration_s=r.duration_s))
 
 
 def _gate(new: Sequence[Episode], outcomes: Sequence[verify.PredictionOutcome],

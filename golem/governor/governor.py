@@ -126,12 +126,7 @@ class ContextGovernor:
                         regime in policy.regime_overrides, result.refused)
 
     async def _episodes(self, ids: Sequence[str]) -> list[Episode]:
-        out = []
-        for eid in ids[:10]:
-            record = await self.grimoire.get(eid)
-            if isinstance(record, Episode):
-                out.append(record)
-        return out
+        return await self.grimoire.episodes_by_ids(ids[:10]) if ids else []
 
 
 def _unit(x: float) -> float:

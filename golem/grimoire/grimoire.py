@@ -259,6 +259,11 @@ class Grimoire:
 
         return await self._store(read)
 
+    async def episodes_by_ids(self, ids: Sequence[str]) -> list[Episode]:
+        """This golem's episodes among ``ids``, in one store read (unknown ids skipped)."""
+        found = await self._store(self.episodes.get, list(ids))
+        return [e for e in found if e.namespace == self.namespace]
+
     async def episode_vectors(self, ids: Sequence[str]) -> dict[str, Any]:
         return await self._store(self.episodes.vectors, list(ids))
 
@@ -362,6 +367,29 @@ class Grimoire:
         if dropped:
             self._emit(GrimoireForget([id], ns, reason))
         return dropped
+
+    async def forget_episodes(self, ids: Sequence[str], reason: str) -> list[str]:
+        """Delete a batch of this golem's episodes (episode retention); logged and emitted
+        as one forgetting with its reason. Ids of other namespaces or already gone are
+        skipped. Returns the ids deleted."""
+        if not reason.strip():
+            raise InvalidMemory("reason: forgetting needs a reason (it is logged)")
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return []
+
+        def drop() -> list[str]:
+            own = [e.id for e in self.episodes.get(wanted) if e.namespace == self.namespace]
+            if own:
+                self.episodes.delete(own)
+            return own
+
+        gone = await self._store(drop)
+        if gone:
+            log.info("episodes forgotten", count=len(gone), namespace=self.namespace,
+                     reason=reason, first=gone[0])
+            self._emit(GrimoireForget(gone, self.namespace, reason))
+        return gone
 
     async def drop_chain_episodes(self, chain_id: int, above_block: int) -> int:
         """Delete the episodes of blocks a chain reorg orphaned; logged like any forgetting."""

@@ -157,6 +157,13 @@ def episode_id(chain_id: int, block_hash: str, log_index: int) -> str:
     return hashlib.sha256(key).hexdigest()[:32]
 
 
+def tx_episode_id(chain_id: int, block_hash: str, tx_index: int) -> str:
+    """Stable id of an episode about a whole transaction (a revert has no log); never
+    equal to a log's episode_id."""
+    key = f"{chain_id}:{block_hash.lower()}:tx{tx_index}".encode()
+    return hashlib.sha256(key).hexdigest()[:32]
+
+
 @dataclass(frozen=True)
 class SemanticEntry:
     """A piece of derived or remembered knowledge in the semantic store."""

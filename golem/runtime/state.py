@@ -77,6 +77,8 @@ def connect_durable(path: Path, what: str, schema: str = "") -> sqlite3.Connecti
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
+        # a WAL file is reused, never shrunk: keep it small after each checkpoint
+        conn.execute("PRAGMA journal_size_limit=1048576")
         conn.execute("PRAGMA busy_timeout=5000")
         if schema:
             conn.executescript(schema)

@@ -12,7 +12,7 @@ from golem.chain.capture import GammaCapture
 from golem.chain.cursor import CaptureStore
 from golem.config import Config, load_config
 from golem.grimoire.grimoire import Grimoire
-from golem.grimoire.records import episode_id
+from golem.grimoire.records import episode_id, tx_episode_id
 from golem.logging import configure_logging
 from golem.perception.beliefs import BeliefState
 from golem.runtime.daemon import Daemon
@@ -43,8 +43,11 @@ def _confirmed_watched(capture: GammaCapture) -> set[str]:
     evm, cursor = capture.market.evm, capture.follower.cursor
     assert cursor is not None
     logs = evm.get_logs(capture.market.first_block, cursor)
+    failed = anyio.run(capture.reader.failed_transactions, capture.market.first_block, cursor,
+                       capture.watch.addresses)
     return {episode_id(log.chain_id, log.block_hash, log.log_index) for log in logs
-            if capture.watch.matches(log.address, log.topics[0] if log.topics else None)}
+            if capture.watch.matches(log.address, log.topics[0] if log.topics else None)} | {
+        tx_episode_id(t.chain_id, t.block_hash, t.tx_index) for t in failed}
 
 
 def _set_of(config: Config) -> set[str]:

@@ -73,7 +73,8 @@ class Rig:
             "logging": {"format": "json", "level": "info"},
             "clock": {"mode": "real"},
             "gamma": {"interval_s": 0.2, "deadline_s": 5, "backoff_max_s": 0},
-            "chain": {"mode": "rpc", "confirmations": CONFIRMATIONS},
+            # logs only: what these tests check (reverts: tests/chain/test_reverts.py)
+            "chain": {"mode": "rpc", "confirmations": CONFIRMATIONS, "capture_reverts": False},
             "chain.rpc": {"url": url, "addresses": list(self.market.contracts),
                           "start_block": self.start_block, "timeout_s": 1.0,
                           "backoff_base_s": 0.1, "backoff_max_s": 0.4, **rpc},
