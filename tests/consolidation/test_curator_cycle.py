@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-import pytest
 
 from golem.config import load_config
 from golem.consolidation.curator_compress import RELATED
@@ -34,11 +33,6 @@ T = TypeVar("T")
 NOW = 1_767_225_600.0
 DAY = 86400.0
 NS = "golem-a"
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return Embedder.load(MODEL_DIR, 32)
 
 
 class Clock:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 import structlog
 
 from golem.cognition.journal import DecisionJournal, Outcome
@@ -29,11 +28,6 @@ from ..conftest import REPO, config_text
 from .test_engine import T0, market
 
 MODEL = REPO / "models" / "all-minilm-l6-v2-int8"
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return Embedder.load(MODEL, 32)
 
 
 class Clock:

@@ -8,7 +8,6 @@ from typing import Any, TypeVar
 
 import anyio
 import numpy as np
-import pytest
 
 from golem.config import Config, load_config
 from golem.consolidation.engine import ConsolidationEngine, ConsolidationReport, EngineParams
@@ -26,11 +25,6 @@ POOL_A = "0x00000000000000000000000000000000000000Aa"
 POOL_B = "0x00000000000000000000000000000000000000bB"
 HONEYPOT = "0x000000000000000000000000000000000000dEaD"
 HONEY = "0x0000000000000000000000000000000000001111"
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return Embedder.load(REPO / "models" / "all-minilm-l6-v2-int8", 32)
 
 
 def make_config(tmp_path: Path) -> Config:

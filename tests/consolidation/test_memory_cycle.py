@@ -34,11 +34,6 @@ NOW = 1_767_225_600.0
 NAME, MANDATE = "Ada", "Market-make ETH/USDC with at most 5k USDC at risk."
 
 
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return Embedder.load(MODEL_DIR, 32)
-
-
 @pytest.fixture
 def cfg(tmp_path: Path) -> Config:
     path = tmp_path / "golem.toml"

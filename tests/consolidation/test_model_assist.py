@@ -45,11 +45,6 @@ KEY = "sk-ant-test-0123456789abcdefghijklmnop"
 NOW = T0 + 3600
 
 
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return Embedder.load(MODEL_DIR, 32)
-
-
 @pytest.fixture
 def api() -> Iterator[MessagesServer]:
     with MessagesServer() as server:

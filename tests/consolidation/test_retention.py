@@ -4,18 +4,15 @@ from a real LanceDB store through Grimoire.forget_episodes, logged and emitted."
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import anyio
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golem.cognition.journal import DecisionJournal
-from golem.config import Config, load_config
 from golem.consolidation import retention as rt
 from golem.consolidation.facts import outcome_payload, revert_payload
 from golem.consolidation.mutations import JournalReader
@@ -33,7 +30,7 @@ from golem.grimoire.records import (
     episode_id,
 )
 
-from ..conftest import REPO, config_text
+from .test_engine import make_config, run
 
 T = TypeVar("T")
 DAY = rt.DAY_S
@@ -226,22 +223,6 @@ def test_over_the_cap_exactly_the_lowest_utility_go(curiosities: list[float], ag
 
 # ---- the Delta stage over a real store ----------------------------------------------------
 
-def run(fn: Callable[[], Awaitable[T]]) -> T:
-    return anyio.run(fn, backend_options={"use_uvloop": True})
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return Embedder.load(REPO / "models" / "all-minilm-l6-v2-int8", 32)
-
-
-def make_config(tmp_path: Path) -> Config:
-    path = tmp_path / "golem.toml"
-    path.write_text(config_text({
-        "golem": {"name": "golem-a", "data_dir": "data"},
-        "grimoire": {"model_dir": str(REPO / "models" / "all-minilm-l6-v2-int8")},
-    }))
-    return load_config(path)
 
 
 def episode(i: int, age_days: float, *, category: str = "swap", namespace: str = "golem-a",
