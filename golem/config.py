@@ -128,6 +128,10 @@ class GrimoireSection:
     quarantine_confidence: float = field(default=0.80, metadata=_check(ge=0, le=1))
     # Episodes above this many rows get an ANN index (IVF_SQ); below it search is exact.
     index_min_rows: int = field(default=20_000, metadata=_check(ge=256, le=10**9))
+    # LanceDB's caches, bounded (its defaults, 6 GB and 1 GB, grow RSS without limit over
+    # a long run). The index cache should hold the vector index: ~400 bytes per episode.
+    lance_index_cache_mb: int = field(default=128, metadata=_check(ge=8, le=65_536))
+    lance_metadata_cache_mb: int = field(default=64, metadata=_check(ge=8, le=65_536))
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,8 @@ class EpisodeStore:
     @classmethod
     def open(cls, directory: Path, signature: ModelSignature, *, index_min_rows: int,
              nprobes: int = 20, for_migration: bool = False,
-             sweep_orphans: bool = True) -> EpisodeStore:
+             sweep_orphans: bool = True, index_cache_mb: int = 128,
+             metadata_cache_mb: int = 64) -> EpisodeStore:
         """Open or create the store. A store embedded with another model raises
         SignatureMismatch unless ``for_migration`` (then only reembed() may run)."""
         directory = Path(directory)
@@ -89,7 +90,12 @@ class EpisodeStore:
                 f"the configured model is {signature.label}. Vector spaces must not mix: "
                 "run `golem memory reembed` to re-embed everything in one migration")
         try:
-            db = lancedb.connect(str(directory))
+            # Bounded caches: LanceDB's defaults (6 GB index, 1 GB metadata) let every
+            # small write's manifest and fragment metadata accumulate, so RSS grew by
+            # ~450 MB per 1,000 Gamma-sized upserts; bounded, it plateaus (~+140 MB).
+            db = lancedb.connect(str(directory), session=lancedb.Session(
+                index_cache_size_bytes=index_cache_mb << 20,
+                metadata_cache_size_bytes=metadata_cache_mb << 20))
             if meta is None:
                 meta = layout.StoreMeta(layout.new_table_name(signature), signature)
                 create_table(db, meta.table, episode_schema(signature.dim))

@@ -102,7 +102,9 @@ class Grimoire:
         def open_stores() -> tuple[EpisodeStore, SemanticStore]:
             data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             episodes = EpisodeStore.open(data_dir / EPISODES_DIR, signature,
-                                         index_min_rows=cfg.index_min_rows)
+                                         index_min_rows=cfg.index_min_rows,
+                                         index_cache_mb=cfg.lance_index_cache_mb,
+                                         metadata_cache_mb=cfg.lance_metadata_cache_mb)
             semantic = SemanticStore.open(data_dir / SEMANTIC_FILE, signature.id, signature.dim)
             return episodes, semantic
 
