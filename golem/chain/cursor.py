@@ -16,7 +16,7 @@ from typing import Any
 
 from golem.chain.reorg import BlockWindow
 from golem.errors import StateError
-from golem.runtime.state import connect_durable, durable_write
+from golem.runtime.state import connect_durable, durable_write, read_only_rows
 
 CAPTURE_DB = "capture.db"
 
@@ -38,20 +38,10 @@ CREATE TABLE IF NOT EXISTS sim_steps (
 
 def read_cursors(folder: Path) -> list[dict[str, Any]]:
     """For `golem status`: each chain's cursor, read-only; [] when nothing was captured."""
-    path = folder / CAPTURE_DB
-    if not path.exists():
-        return []
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            rows = conn.execute(
-                "SELECT chain_id, window, first_block, updated_at FROM capture").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise StateError(f"{path}: cannot read the capture store: {exc}") from None
+    rows = read_only_rows(folder / CAPTURE_DB, "the capture store",
+                          "SELECT chain_id, window, first_block, updated_at FROM capture")
     out = []
-    for chain_id, window, first_block, updated_at in rows:
+    for chain_id, window, first_block, updated_at in rows or []:
         headers = json.loads(window).get("headers", [])
         out.append({"chain_id": chain_id, "first_block": first_block,
                     "cursor": headers[-1][0] if headers else None,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from golem.errors import StateError
-from golem.runtime.state import connect_durable, durable_write
+from golem.runtime.state import connect_durable, durable_write, read_only_rows
 
 JOURNAL_DIR = "cognition"
 JOURNAL_DB = "decisions.db"
@@ -168,22 +168,15 @@ class DecisionJournal:
 def latest(data_dir: Path) -> dict[str, Any] | None:
     """For `golem status`: the newest decision and prediction totals, read-only."""
     path = data_dir / JOURNAL_DIR / JOURNAL_DB
-    if not path.exists():
+    rows = read_only_rows(
+        path, "the decision journal",
+        "SELECT d.tick, d.golem_time, d.provider, d.status, d.summary, p.scored, p.hits, "
+        "p.quality, p.total FROM (SELECT * FROM decisions ORDER BY tick DESC LIMIT 1) d, "
+        "(SELECT COUNT(quality) scored, SUM(hit) hits, AVG(quality) quality, COUNT(*) total "
+        "FROM predictions) p")
+    if not rows:
         return None
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            row = conn.execute("SELECT tick, golem_time, provider, status, summary FROM "
-                               "decisions ORDER BY tick DESC LIMIT 1").fetchone()
-            scored, hits, quality, total = conn.execute(
-                "SELECT COUNT(quality), SUM(hit), AVG(quality), COUNT(*) "
-                "FROM predictions").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise StateError(f"{path}: cannot read the decision journal: {exc}") from None
-    if row is None:
-        return None
+    *row, scored, hits, quality, total = rows[0]
     return {"tick": row[0], "golem_time": row[1], "provider": row[2], "status": row[3],
             "summary": row[4], "predictions": total, "scored": scored, "hits": hits or 0,
             "mean_quality": round(quality, 3) if quality is not None else None}

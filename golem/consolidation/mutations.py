@@ -32,7 +32,7 @@ from golem.governor.policy import ContextPolicy
 from golem.governor.policy_store import PolicyStore
 from golem.governor.workspace import Candidate, CognitiveWorkspace
 from golem.grimoire.grimoire import Grimoire
-from golem.runtime.state import connect_durable, durable_write
+from golem.runtime.state import connect_durable, durable_write, read_only_rows
 
 from . import loop3 as l3
 
@@ -52,17 +52,7 @@ class JournalReader:
         self.path = path
 
     def rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        if not self.path.exists():
-            return []
-        try:
-            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
-            try:
-                conn.execute("PRAGMA busy_timeout=5000")
-                return conn.execute(sql, args).fetchall()
-            finally:
-                conn.close()
-        except sqlite3.Error as exc:
-            raise StateError(f"{self.path}: cannot read the decision journal: {exc}") from None
+        return read_only_rows(self.path, "the decision journal", sql, args) or []
 
     def scored(self, recent: int) -> list[l3.TickOutcome]:
         """The newest ``recent`` scored outcomes, oldest first."""

@@ -6,22 +6,17 @@ from an older build; either way the answer says what it knows and nothing more.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
+from golem.errors import StateError
+from golem.runtime.state import read_only_rows
+
 
 def _rows(path: Path, sql: str) -> list[tuple[Any, ...]] | None:
-    if not path.exists():
-        return None
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            conn.execute("PRAGMA busy_timeout=2000")
-            return conn.execute(sql).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:
+        return read_only_rows(path, "Delta's state", sql)
+    except StateError:  # from an older build, or mid-migration: say nothing about it
         return None
 
 

@@ -68,6 +68,23 @@ MIGRATIONS: tuple[str, ...] = (
 ERRORS_KEPT = 200
 
 
+def read_only_rows(path: Path, what: str, sql: str,
+                   args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]] | None:
+    """Rows of one query on a SQLite file opened read-only (for status and readers that
+    must not disturb a running golem); None when the file does not exist yet."""
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            conn.execute("PRAGMA busy_timeout=5000")
+            return conn.execute(sql, args).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StateError(f"{path}: cannot read {what}: {exc}") from None
+
+
 def connect_durable(path: Path, what: str, schema: str = "") -> sqlite3.Connection:
     """A SQLite connection for state that must survive a crash: WAL, synchronous=FULL,
     autocommit (callers BEGIN IMMEDIATE themselves), usable from worker threads.
