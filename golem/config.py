@@ -266,6 +266,70 @@ class ConsolidationSection:
     disk_cap_mb: int = field(default=2_048, metadata=_check(ge=0))
 
 
+@dataclass(frozen=True)
+class MortalitySection:
+    """Vitality (economic x epistemic x stochastic), phases and the death protocol."""
+
+    # Vitality is computed every Delta tick; off: the golem is immortal (and says so).
+    enabled: bool = True
+    # The budget the golem was given (USD): economic vitality is equity above the death
+    # reserve relative to this. In simulated mode the wallet is funded with it.
+    starting_budget_usd: float = field(default=100.0, metadata=_check(gt=0, le=1e12))
+    # Death reserve: max(reserve_floor_usd, reserve_fraction x starting budget),
+    # ring-fenced for the death protocol.
+    reserve_floor_usd: float = field(default=0.30, metadata=_check(ge=0))
+    reserve_fraction: float = field(default=0.02, metadata=_check(ge=0, le=0.5))
+    # Epistemic: predictive fitness over the last epistemic_window scored predictions
+    # (at least epistemic_min_samples); below senescence_threshold it is dying of staleness.
+    epistemic_window: int = field(default=100, metadata=_check(ge=1, le=100_000))
+    epistemic_min_samples: int = field(default=10, metadata=_check(ge=1, le=100_000))
+    senescence_threshold: float = field(default=0.35, metadata=_check(ge=0, le=1))
+    # Stochastic: the Hayflick ratio (golem age / lifespan_days) and a seeded hazard:
+    # each Delta tick a shock arrives with probability hazard_per_day scaled to the
+    # tick, taking hazard_shock off the stochastic component.
+    lifespan_days: float = field(default=30.0, metadata=_check(gt=0, le=36_500))
+    hazard_per_day: float = field(default=0.02, metadata=_check(ge=0, le=1))
+    hazard_shock: float = field(default=0.1, metadata=_check(ge=0, le=1))
+    # Where the death notification goes (http(s)://); empty: logged only.
+    webhook_url: str = ""
+    webhook_timeout_s: float = field(default=5.0, metadata=_check(gt=0, le=120))
+    # Testament: semantic facts at or above this confidence cross (anti-knowledge always).
+    testament_min_confidence: float = field(default=0.5, metadata=_check(ge=0, le=1))
+    testament_max_entries: int = field(default=2048, metadata=_check(ge=1, le=2048))
+
+
+@dataclass(frozen=True)
+class ActionsSection:
+    """Acting on chain: the wallet and the execution of accepted decisions."""
+
+    # Execute accepted actions; off: decisions are recorded, nothing is signed.
+    enabled: bool = True
+    # "auto": false in simulated mode, true otherwise (nothing is sent, every action is
+    # logged as a dry run). Set false explicitly to sign and send over RPC.
+    dry_run: bool | Literal["auto"] = "auto"
+    # The wallet key: a file with mode 0600 holding a 0x-hex private key, or the systemd
+    # credential "golem_wallet_key". Empty in simulated mode: a key is created in
+    # <data_dir>/wallet/key (0600). Never put a key in this file.
+    key_file: str = ""
+    # Refuse a swap whose quote moves more than this against us.
+    max_slippage: float = field(default=0.01, metadata=_check(ge=0, le=0.5))
+    gas_limit: int = field(default=500_000, metadata=_check(ge=21_000, le=30_000_000))
+
+
+@dataclass(frozen=True)
+class SuccessionSection:
+    """Booting from a predecessor's testament, and the local vault (Styx L0)."""
+
+    # A testament file to inherit from (same as `golem run --inherit PATH`).
+    inherit: str = ""
+    # Local vault: testaments and Grimoire snapshots exported to this directory.
+    # Off by default: nothing leaves the data dir unless configured.
+    vault_enabled: bool = False
+    vault_dir: str = ""
+    # Early Delta ticks replay inherited knowledge against the golem's own observations.
+    inherited_replay_ticks: int = field(default=12, metadata=_check(ge=0, le=100_000))
+
+
 def _gamma() -> LoopSection:
     return LoopSection(interval_s=10.0, deadline_s=30.0, backoff_max_s=120.0)
 
@@ -296,11 +360,20 @@ class Config:
     theta_context: ThetaContextSection = field(default_factory=ThetaContextSection)
     cognition: CognitionSection = field(default_factory=CognitionSection)
     consolidation: ConsolidationSection = field(default_factory=ConsolidationSection)
+    mortality: MortalitySection = field(default_factory=MortalitySection)
+    actions: ActionsSection = field(default_factory=ActionsSection)
+    succession: SuccessionSection = field(default_factory=SuccessionSection)
     source: Path | None = field(default=None, metadata={"internal": True})
 
     @property
     def data_dir(self) -> Path:
         return self.golem.data_dir
+
+    @property
+    def dry_run(self) -> bool:
+        """Whether actions are only logged: "auto" means everywhere but the simulated chain."""
+        value = self.actions.dry_run
+        return self.chain.mode != "simulated" if value == "auto" else bool(value)
 
     def loop(self, name: LoopName) -> LoopSection:
         section: LoopSection = getattr(self, name)
@@ -360,6 +433,7 @@ def _cross_checks(cfg: Config) -> None:
                           "(letters, digits, '-', '_', '.'; 1-64 characters)")
     _check_chain(cfg.chain)
     _check_cognition(cfg)
+    _check_mortality(cfg)
     for name in LOOP_NAMES:
         loop = cfg.loop(name)
         if loop.backoff_max_s and loop.backoff_max_s < loop.interval_s:
@@ -383,6 +457,17 @@ def _check_cognition(cfg: Config) -> None:
         problem = watch.url_problem(cog.base_url)
         if problem or not cog.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"cognition.base_url: {problem or 'must be http(s)://'}")
+
+
+def _check_mortality(cfg: Config) -> None:
+    url = cfg.mortality.webhook_url
+    if url and not url.startswith(("http://", "https://")):
+        raise ConfigError(f"mortality.webhook_url: must be http(s)://, got {_fmt(url)}")
+    if cfg.mortality.epistemic_min_samples > cfg.mortality.epistemic_window:
+        raise ConfigError("mortality.epistemic_min_samples: must be <= "
+                          f"mortality.epistemic_window ({cfg.mortality.epistemic_window})")
+    if cfg.succession.vault_enabled and not cfg.succession.vault_dir:
+        raise ConfigError("succession.vault_dir: required when succession.vault_enabled = true")
 
 
 def _check_chain(chain: ChainSection) -> None:
