@@ -34,7 +34,7 @@ Gamma captures chain events into episodic memory, Theta assembles a context and
 decides, Delta consolidates, forgets, dreams and keeps the golem's mortality.
 
 Exit status: 0 ok, 2 bad arguments, 75 data dir in use by another golem,
-78 bad configuration, 1 any other failure."""
+78 bad configuration, 69 this golem is dead, 1 any other failure."""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -48,13 +48,21 @@ def run_cli(argv: list[str] | None = None,  # noqa: PLR0911 - one return per com
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
-            return _cmd_run(args.config, args.stop_after, registry)
+            return _cmd_run(args.config, args.stop_after, registry, args.inherit)
         if args.command == "check-config":
             return _cmd_check_config(args.config, sys.stdout)
         if args.command == "status":
             return _cmd_status(args.config, args.json, sys.stdout)
         if args.command == "init":
             return _cmd_init(args.path, args.data_dir, args.model_dir, args.force, sys.stdout)
+        if args.command == "die":
+            from golem.mortality.die import run_die_command  # noqa: PLC0415 - heavy imports
+
+            return run_die_command(load_config(args.config), args.reason, sys.stdout)
+        if args.command in ("testament", "vault"):
+            from golem.mortality.cli_testament import run_testament_command  # noqa: PLC0415
+
+            return run_testament_command(args, sys.stdout)
         if args.command == "memory":
             from golem.memory_cli import run_memory_command  # noqa: PLC0415 - loads numpy etc.
 
@@ -69,8 +77,12 @@ def run_cli(argv: list[str] | None = None,  # noqa: PLR0911 - one return per com
 
 
 def _cmd_run(config_path: Path, stop_after: float | None,
-             registry: HandlerRegistry | None) -> int:
+             registry: HandlerRegistry | None, inherit: Path | None = None) -> int:
     config = load_config(config_path)
+    if inherit is not None:  # the same as succession.inherit in the config
+        from golem.mortality.succession import with_inherit  # noqa: PLC0415
+
+        config = with_inherit(config, inherit)
     configure_logging(config.logging.level, config.logging.format)
     log = structlog.get_logger("golem.cli")
     notifier = SystemdNotifier.from_environ()
@@ -174,6 +186,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--stop-after", type=_duration, metavar="DURATION",
                      help="stop cleanly after this much golem-clock time, e.g. 90s, 2h, 30d; "
                           "with a simulated clock at max speed this runs as fast as it can")
+    run.add_argument("--inherit", type=Path, metavar="TESTAMENT",
+                     help="boot a successor from a predecessor's testament (once; a restart "
+                          "does not re-import); same as succession.inherit")
 
     check = sub.add_parser(
         "check-config", help="validate a configuration file without starting",
@@ -200,7 +215,20 @@ def _parser() -> argparse.ArgumentParser:
                       help="set grimoire.model_dir (default: the repo's models/ folder)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
 
+    die = sub.add_parser(
+        "die", help="end this golem: run the Thanatopsis death protocol",
+        description="Settle positions, write the death reflection and the testament, notify "
+                    "the webhook and mark the data dir dead. With a golem running on the data "
+                    "dir the request is left for its next Delta tick; otherwise the protocol "
+                    "runs here. Resumes an interrupted death. Irreversible.")
+    config_arg(die)
+    die.add_argument("--reason", required=True, metavar="TEXT",
+                     help="the cause of death recorded in the testament")
+
     from golem.memory_cli import add_memory_parser  # noqa: PLC0415
 
     add_memory_parser(sub, config_arg)
+    from golem.mortality.cli_testament import add_testament_parsers  # noqa: PLC0415
+
+    add_testament_parsers(sub, config_arg)
     return parser

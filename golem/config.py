@@ -311,6 +311,9 @@ class ActionsSection:
     # credential "golem_wallet_key". Empty in simulated mode: a key is created in
     # <data_dir>/wallet/key (0600). Never put a key in this file.
     key_file: str = ""
+    # RPC mode: the venues to act on, a JSON file in Market.to_dict() form (relative to
+    # this file). Empty: no executor over RPC, accepted actions are recorded only.
+    market_file: str = ""
     # Refuse a swap whose quote moves more than this against us.
     max_slippage: float = field(default=0.01, metadata=_check(ge=0, le=0.5))
     gas_limit: int = field(default=500_000, metadata=_check(ge=21_000, le=30_000_000))
@@ -408,7 +411,11 @@ def parse_config(text: str, source: Path | None = None) -> Config:
     grimoire = dataclasses.replace(
         cfg.grimoire, model_dir=_resolve(cfg.grimoire.model_dir, base),
         namespace=cfg.grimoire.namespace or cfg.golem.name)
-    cfg = dataclasses.replace(cfg, golem=golem, grimoire=grimoire, source=source)
+    actions = dataclasses.replace(cfg.actions, market_file=str(
+        _resolve(Path(cfg.actions.market_file), base))) if cfg.actions.market_file \
+        else cfg.actions
+    cfg = dataclasses.replace(cfg, golem=golem, grimoire=grimoire, actions=actions,
+                              source=source)
     _cross_checks(cfg)
     return cfg
 

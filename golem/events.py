@@ -321,3 +321,55 @@ class WorkingMemoryRewritten(Event):
     version: str
     notes_consumed: int
     problems: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class VitalityUpdated(Event):
+    """Delta computed vitality (issue 7): the components, their product and the phase."""
+
+    kind: ClassVar[str] = "mortality:vitality"
+    tick: int
+    economic: float
+    epistemic: float
+    stochastic: float
+    composite: float
+    phase: str
+    cause: str
+    unproven: bool
+    ttl_s: float | None
+
+
+@dataclass(frozen=True)
+class PhaseTransition(Event):
+    """The behavioural phase changed (from None: the first reading)."""
+
+    kind: ClassVar[str] = "mortality:phase"
+    tick: int
+    from_phase: str | None
+    to_phase: str
+    composite: float
+    cause: str
+
+
+@dataclass(frozen=True)
+class DeathProtocolStep(Event):
+    """A Thanatopsis step started, finished, or was skipped on resume (already done)."""
+
+    kind: ClassVar[str] = "mortality:death_step"
+    step: str
+    state: str  # started | done | skipped
+    cause: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GolemDied(Event):
+    """The death protocol finished: the data dir is marked dead."""
+
+    kind: ClassVar[str] = "mortality:died"
+    cause: str
+    generation: int
+    testament_id: str
+    testament_path: str
+    reflection_source: str
+    settled: bool

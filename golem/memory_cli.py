@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import fields, is_dataclass
 from enum import Enum
@@ -25,7 +24,7 @@ from golem.grimoire.errors import StoreCorrupt
 from golem.grimoire.records import DecayClass, InsightCategory, MemoryType
 from golem.logging import configure_logging
 from golem.runtime.lock import DataDirLock
-from golem.runtime.state import StateStore
+from golem.runtime.state import cli_golem_now
 
 if TYPE_CHECKING:  # the store and model modules are heavy; load them only to run a command
     from golem.grimoire.grimoire import Grimoire
@@ -100,7 +99,7 @@ def run_memory_command(args: argparse.Namespace, config: Config, out: TextIO) ->
 async def _with_grimoire(config: Config, body: Callable[[Grimoire], Awaitable[int]]) -> int:
     from golem.grimoire.grimoire import Grimoire  # noqa: PLC0415
 
-    grimoire = await Grimoire.open(config, now=_golem_now(config))
+    grimoire = await Grimoire.open(config, now=cli_golem_now(config))
     try:
         return await body(grimoire)
     finally:
@@ -175,21 +174,6 @@ def _reembed(config: Config, out: TextIO) -> int:
         lock.release()
     out.write(json.dumps(to_jsonable(report)) + "\n")
     return EXIT_OK
-
-
-def _golem_now(config: Config) -> Callable[[], float]:
-    """Golem time for CLI writes: the clock the golem itself last saw."""
-    if config.clock.mode == "real":
-        return time.time
-    store = StateStore.open_readonly(config.data_dir) if config.data_dir.exists() else None
-    persisted = None
-    if store is not None:
-        try:
-            persisted = store.get_meta("golem_time")
-        finally:
-            store.close()
-    at = float(persisted) if persisted is not None else config.clock.start.timestamp()
-    return lambda: at
 
 
 def _excerpt(text: str, limit: int = 160) -> str:

@@ -7,6 +7,7 @@ opened read-only.
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,9 @@ from golem.cognition.journal import latest as journal_latest
 from golem.config import LOOP_NAMES, Config, speed_label
 from golem.consolidation.status import delta_status
 from golem.errors import StateError
+from golem.mortality.death_journal import describe_death
+from golem.mortality.lineage import Lineage
+from golem.mortality.vitality_store import vitality_status
 from golem.redact import redact_url
 from golem.runtime.duration import format_duration
 from golem.runtime.lock import lock_holder
@@ -39,12 +43,19 @@ def collect_status(config: Config) -> dict[str, Any]:
         "initialised": False,
         "phase": None,
         "vitality": None,
-        "mortality": NOT_BUILT,
+        "mortality": "enabled" if config.mortality.enabled else "disabled",
         "chain": _chain(config),
         "theta": journal_latest(data_dir) if data_dir.exists() else None,
         "policy": None,
         "delta": delta_status(data_dir) if data_dir.exists() else None,
+        "death": describe_death(data_dir),
+        "lineage": _lineage(data_dir),
+        "wallet": _wallet(data_dir),
     }
+    if config.mortality.enabled and data_dir.exists():
+        report["vitality"] = vitality_status(data_dir)
+        latest = (report["vitality"] or {}).get("latest")
+        report["phase"] = latest["phase"] if latest else None
     store = StateStore.open_readonly(data_dir) if data_dir.exists() else None
     if store is None:
         report["loops"] = {name: _loop_entry(config, name, None, []) for name in LOOP_NAMES}
@@ -146,7 +157,9 @@ def render_status(report: dict[str, Any]) -> str:
         stop = report.get("last_stop")
         if stop and not report["running"]:
             lines.append(f"  last stop  {stop.get('reason')}")
-    lines.append(f"  phase      {NOT_BUILT}   vitality {NOT_BUILT}")
+    lines.extend(_vitality_lines(report))
+    lines.extend(_lineage_lines(report.get("lineage"), report.get("wallet")))
+    lines.extend(_death_lines(report.get("death")))
     chain = report["chain"]
     where = f" {chain['url']}, {chain['watching']} contracts" if "url" in chain else ""
     lines.append(f"  chain      {chain['mode']}{where}; "
@@ -197,6 +210,70 @@ def render_status(report: dict[str, Any]) -> str:
     for name, size in data["entries"].items():
         lines.append(f"    {name:<20} {_bytes(size)}")
     return "\n".join(lines)
+
+
+def _vitality_lines(report: dict[str, Any]) -> list[str]:
+    if report["mortality"] == "disabled":
+        return ["  phase      stable (mortality disabled: this golem is immortal)"]
+    vit = report.get("vitality")
+    if not vit or vit.get("latest") is None:
+        return ["  phase      no vitality reading yet (computed every Delta tick)"]
+    last = vit["latest"]
+    ttl = vit["ttl_s"]
+    lines = [
+        f"  phase      {last['phase']}   vitality {last['composite']:.3f} = economic "
+        f"{last['economic']:.3f} x epistemic {last['epistemic']:.3f}"
+        + (" (unproven)" if last["unproven"] else "")
+        + f" x stochastic {last['stochastic']:.3f}",
+        f"  mortality  born {iso(vit['birth'])}, age {format_duration(vit['age_s'])}; "
+        f"weakest: {last['cause']}; "
+        + ("not declining" if ttl is None else "terminal now" if ttl <= 0 else
+           f"terminal in ~{format_duration(ttl)} at the recent trend")]
+    if vit["terminal"]:
+        lines.append(f"  terminal   since Delta tick {vit['terminal']['tick']}: "
+                     f"{vit['terminal']['cause']}")
+    return lines
+
+
+def _wallet(data_dir: Path) -> dict[str, Any] | None:
+    if not (data_dir / "chain").exists():
+        return None
+    from golem.chain.positions import read_book  # noqa: PLC0415 - loads the EVM stack
+
+    return read_book(data_dir / "chain")
+
+
+def _lineage(data_dir: Path) -> dict[str, Any] | None:
+    lineage = Lineage.load(data_dir) if data_dir.exists() else None
+    return asdict(lineage) if lineage is not None else None
+
+
+def _lineage_lines(lineage: dict[str, Any] | None, wallet: dict[str, Any] | None) -> list[str]:
+    lines = []
+    if lineage is not None:
+        parent = (f"successor of {lineage['parent_namespace']} (testament "
+                  f"{lineage['parent_testament_id']}, {lineage['inherited_entries']} entries "
+                  "inherited)") if lineage["parent_testament_id"] else "a first golem"
+        lines.append(f"  lineage    generation {lineage['generation']}, {parent}")
+    if wallet is not None:
+        t = wallet["totals"]
+        lines.append(f"  wallet     funded ${t.get('funded_usd', 0.0):,.2f}, peak equity "
+                     f"${t.get('peak_equity_usd', 0.0):,.2f}, realised P&L "
+                     f"${t.get('realised_usd', 0.0):+,.2f}; executions: "
+                     f"{_counts(wallet['executions'], '')}")
+    return lines
+
+
+def _death_lines(death: dict[str, Any] | None) -> list[str]:
+    if not death:
+        return []
+    if death["state"] == "dying":
+        return [f"  DYING      since {iso(death['since'])}: {death['cause']} "
+                f"({death['trigger']}); steps done: {', '.join(death['steps_done']) or 'none'}"]
+    return [f"  DEAD       died {iso(death['died_at'])}: {death['cause']} ({death['trigger']}),"
+            f" generation {death['generation']}",
+            f"  testament  {death['testament_id']} at {death['testament_path']} (reflection "
+            f"{death['reflection_source']}; positions settled: {_yes(death['settled'])})"]
 
 
 def _counts(counts: dict[str, int], noun: str) -> str:

@@ -5,29 +5,34 @@ before READY, with the set-up command in the message). Gamma captures the
 in-process market (``chain.mode = "simulated"``) or a node (``"rpc"``); Theta
 assembles a workspace with the Context Governor and decides with the offline
 tier or a model; Delta consolidates, curates, dreams and rewrites MEMORY.md
-(``[consolidation]``), then maintains the stores. Mortality is not built yet,
-and ``golem status`` says so.
+(``[consolidation]``), then maintains the stores, then (``[mortality]``) computes
+vitality, whose phase feeds Theta's policy, tier routing and token budget.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from golem.config import Config
 from golem.runtime.daemon import SetupContext
-from golem.runtime.handlers import HandlerRegistry
+from golem.runtime.handlers import HandlerRegistry, TickHandler
 
 if TYPE_CHECKING:
     from golem.chain.capture import GammaCapture
+    from golem.chain.execution import Executor
     from golem.cognition.model import ModelCognition
+    from golem.governor.categories import Phase
     from golem.grimoire.grimoire import Grimoire
+    from golem.mortality.die import DeathKeeper
+    from golem.mortality.vitality_check import VitalityCheck
 
 # What each loop will do once its part exists; shown by `golem status`.
 PLANNED: dict[str, str] = {
     "gamma": "chain capture and triage (chain.mode = \"off\")",
     "theta": "context governor and cognition",
-    "delta": "mortality: vitality and Thanatopsis (not built yet)",
+    "delta": "consolidation, store maintenance and the vitality check ([mortality])",
 }
 
 
@@ -41,13 +46,31 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
     """Open this build's components and register their handlers."""
     from golem.grimoire.grimoire import Grimoire  # noqa: PLC0415 - heavy imports, run only
     from golem.grimoire.maintenance import GrimoireMaintenance  # noqa: PLC0415
+    from golem.mortality.die import WhileAlive  # noqa: PLC0415
 
     grimoire = await Grimoire.open(ctx.config, now=ctx.clock.now, events=ctx.events)
     stack.push_async_callback(grimoire.close)
+    from golem.mortality.succession import boot as boot_lineage  # noqa: PLC0415
+
+    # Identity first: a successor imports its testament once, before any loop runs.
+    await boot_lineage(ctx.config, grimoire, now=ctx.clock.now())
     capture = await _setup_capture(ctx, stack, grimoire) if ctx.config.chain.mode != "off" \
         else None
-    model = _open_model(ctx, stack, grimoire)
-    await _setup_theta(ctx, stack, grimoire, capture, model)
+    model = open_model(ctx.config, stack, grimoire, ctx.clock.now)
+    vitality = await _open_vitality(ctx, stack, model) if ctx.config.mortality.enabled \
+        else None
+    executor = await _setup_theta(
+        ctx, stack, grimoire, capture, model,
+        phase_reader=vitality.store.latest_phase if vitality else None)
+    keeper = _open_death(ctx, grimoire, model, executor)
+    # Mortality runs first in a Delta tick, so a failing consolidation stage never stops the
+    # golem from ageing or dying; consolidation does not run once it is dead.
+    ctx.registry.register("delta", keeper)
+    if vitality is not None:
+        if executor is not None:
+            vitality.equity = executor.equity_usd
+        vitality.on_terminal = keeper.on_terminal
+        ctx.registry.register("delta", vitality)
     cons = ctx.config.consolidation
     maintenance = GrimoireMaintenance(
         grimoire, optimize_every=cons.optimize_every, decay=not cons.enabled,
@@ -55,10 +78,45 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
     if cons.enabled:
         from golem.consolidation.delta import open_delta  # noqa: PLC0415
 
-        ctx.registry.register("delta", await open_delta(
-            ctx.config, grimoire, maintenance, stack, ctx.events, model=model))
+        learning: TickHandler = await open_delta(
+            ctx.config, grimoire, maintenance, stack, ctx.events, model=model)
     else:
-        ctx.registry.register("delta", maintenance)
+        learning = maintenance
+    ctx.registry.register("delta", WhileAlive(learning, keeper))
+    from golem.mortality.inherited_replay import InheritedReplay  # noqa: PLC0415
+
+    replay = await InheritedReplay.open(ctx.config, grimoire)
+    if replay is not None:
+        ctx.registry.register("delta", WhileAlive(replay, keeper))
+    # An unfinished death found at start-up resumes now, before any loop ticks.
+    await keeper.resume_if_unfinished()
+
+
+async def _open_vitality(ctx: SetupContext, stack: AsyncExitStack,
+                         model: ModelCognition | None) -> VitalityCheck:
+    """The mortality check. Equity is the wallet marked to market when there is one (else the
+    starting budget, so the economic clock counts model spend only)."""
+    from golem.mortality.vitality_check import open_vitality  # noqa: PLC0415
+
+    now = ctx.clock.now
+    spent = (lambda: model.ledger.totals(now=now()).lifetime_usd) if model else None
+    return await open_vitality(ctx.config, now(), stack, spent=spent)
+
+
+def _open_death(ctx: SetupContext, grimoire: Grimoire, model: ModelCognition | None,
+                executor: Executor | None) -> DeathKeeper:
+    """Thanatopsis, for vitality's Terminal and the operator's `golem die`. Settle closes the
+    wallet's positions on chain (nothing to settle without an executor or in a dry run)."""
+    from golem.mortality.die import open_death_keeper  # noqa: PLC0415
+
+    settle = None
+    if executor is not None and not executor.dry_run:
+        live = executor
+
+        async def settle_positions() -> dict[str, Any]:
+            return await live.settle(ctx.clock.now())
+        settle = settle_positions
+    return open_death_keeper(ctx, grimoire, model, settle=settle)
 
 
 async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
@@ -93,25 +151,27 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
     return capture
 
 
-def _open_model(ctx: SetupContext, stack: AsyncExitStack,
-                grimoire: Grimoire) -> ModelCognition | None:
+def open_model(config: Config, stack: AsyncExitStack, grimoire: Grimoire,
+               now: Callable[[], float]) -> ModelCognition | None:
     """The model tiers, when configured: one instance, one spend ledger, shared by Theta's
-    decisions and Delta's consolidation, rewrite and Loop 3 calls."""
-    if ctx.config.cognition.provider != "anthropic":
+    decisions, Delta's consolidation, rewrite and Loop 3 calls, and the death reflection."""
+    if config.cognition.provider != "anthropic":
         return None
     from golem.cognition.keys import load_api_key  # noqa: PLC0415
     from golem.cognition.model import LEDGER_FILE, ModelCognition  # noqa: PLC0415
 
-    model = ModelCognition.open(ctx.config.cognition, load_api_key(ctx.config),
-                                ctx.config.data_dir / "cognition" / LEDGER_FILE, grimoire,
-                                ctx.clock.now)
+    model = ModelCognition.open(config.cognition, load_api_key(config),
+                                config.data_dir / "cognition" / LEDGER_FILE, grimoire, now)
     stack.push_async_callback(model.aclose)
     return model
 
 
 async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimoire,
-                       capture: GammaCapture | None, model: ModelCognition | None) -> None:
-    """Theta's decision cycle: the Governor, the offline tier, the cage, the journal."""
+                       capture: GammaCapture | None, model: ModelCognition | None, *,
+                       phase_reader: Callable[[], Phase] | None = None) -> Executor | None:
+    """Theta's decision cycle: the Governor, the offline tier, the cage, the journal, and
+    (actions.enabled; over RPC with actions.market_file) the executor, returned for vitality
+    and Settle."""
     import anyio.to_thread  # noqa: PLC0415
 
     from golem.cognition.cage import Cage  # noqa: PLC0415
@@ -135,8 +195,28 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     cage = Cage(frozenset(contracts), frozenset(cfg.allowed_assets), cfg.max_notional_usd,
                 cfg.max_position_usd, cfg.max_drawdown, cfg.max_approval)
     governor = ContextGovernor(grimoire, ctx.config.theta_context.total_budget)
+    executor = None
+    if ctx.config.actions.enabled and capture is not None:
+        import os  # noqa: PLC0415
+
+        from golem.chain.execution import open_executor, open_rpc_executor  # noqa: PLC0415
+
+        source = capture.market
+        executor = await anyio.to_thread.run_sync(lambda: open_executor(
+            ctx.config, source, cage, grimoire, now=ctx.clock.now(), environ=os.environ)
+            if source is not None else open_rpc_executor(ctx.config, cage, grimoire,
+                                                         environ=os.environ))
+    if executor is not None:
+        stack.callback(executor.book.close)
+        from golem.mortality.death import accepting_new_positions  # noqa: PLC0415
+
+        data_dir = ctx.config.data_dir
+        # from the death protocol's Acceptance on, no new positions
+        executor.accepting = lambda: accepting_new_positions(data_dir)
     ctx.registry.register("theta", ThetaCycle(
         governor, journal, policies, cage, capture, ctx.events,
         loop2_every=ctx.config.theta_context.loop2_every, model=model,
-        t2_curiosity=ctx.config.cognition.t2_curiosity))
+        t2_curiosity=ctx.config.cognition.t2_curiosity, phase_reader=phase_reader,
+        executor=executor))
+    return executor
 

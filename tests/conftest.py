@@ -30,6 +30,14 @@ settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
+@pytest.fixture(autouse=True)
+def _logging_outlives_captured_streams() -> Iterator[None]:
+    """A test that runs the CLI in-process configures logging onto pytest's captured
+    stdout, which is closed after the test; later tests would log into a closed file."""
+    yield
+    configure_logging("warning", "json", io.StringIO())
+
+
 def toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

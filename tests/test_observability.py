@@ -129,7 +129,7 @@ def test_status_reports_ticks_handlers_errors_and_sizes(make_config) -> None:
     assert report["loops"]["theta"]["handlers"] == []
     assert report["last_error"]["loop"] == "gamma" and report["last_error"]["tick"] == 3
     assert report["data"]["entries"]["state.db"] > 0
-    assert report["vitality"] is None and report["mortality"] == "not built yet"
+    assert report["mortality"] == "enabled"
     text = run_golem("status", "--config", str(path)).stdout
     assert "ticks 360" in text and "gamma tick 3" in text
     assert "none registered" in text  # theta and delta have no handlers in this build

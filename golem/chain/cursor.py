@@ -1,5 +1,5 @@
 """Capture's durable state: the reorg window (whose top is the cursor) per chain, and
-the simulated market's step journal.
+the simulated market's journal (market steps, and the golem's own transactions).
 
 Its own SQLite file (data/chain/capture.db, WAL, synchronous=FULL) so capture
 commits on its own schedule, after its episodes, without sharing the runtime's
@@ -32,6 +32,13 @@ CREATE TABLE IF NOT EXISTS sim_steps (
     seq INTEGER PRIMARY KEY,
     golem_time REAL NOT NULL,
     dt REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sim_golem_txs (
+    seq INTEGER PRIMARY KEY,
+    after_step INTEGER NOT NULL,
+    golem_time REAL NOT NULL,
+    kind TEXT NOT NULL,
+    data BLOB NOT NULL
 );
 """
 
@@ -104,6 +111,22 @@ class CaptureStore:
     def append_sim_step(self, golem_time: float, dt: float) -> None:
         """Journal a market step before it runs, so a restart can replay the same chain."""
         self._write("INSERT INTO sim_steps (golem_time, dt) VALUES (?, ?)", (golem_time, dt))
+
+    def sim_golem_txs(self) -> list[tuple[int, float, str, bytes]]:
+        """The golem's own journalled transactions: (steps before it, golem time, kind, data)."""
+        try:
+            rows = self._conn.execute("SELECT after_step, golem_time, kind, data "
+                                      "FROM sim_golem_txs ORDER BY seq").fetchall()
+        except sqlite3.Error as exc:
+            raise StateError(f"{self.path}: read failed: {exc}") from None
+        return [(int(a), float(t), str(k), bytes(d)) for a, t, k, d in rows]
+
+    def append_sim_golem_tx(self, after_step: int, golem_time: float, kind: str,
+                            data: bytes) -> None:
+        """Journal one of the golem's transactions (signed raw bytes, never a key) before
+        it is sent, with the number of market steps it followed."""
+        self._write("INSERT INTO sim_golem_txs (after_step, golem_time, kind, data) "
+                    "VALUES (?, ?, ?, ?)", (after_step, golem_time, kind, data))
 
     def _one(self, sql: str, args: tuple[object, ...]) -> tuple[Any, ...] | None:
         try:

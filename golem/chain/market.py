@@ -8,12 +8,18 @@ plain addresses, so the capture side can build its watch list from `to_dict()`.
 
 from __future__ import annotations
 
+import json
 import random
+import re
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
+
+from eth_utils.address import to_checksum_address
 
 from golem.chain.compile import Artifact, load_artifacts
 from golem.chain.evm import ChainError, Web3Evm
+from golem.errors import ConfigError
 
 E18 = 10**18
 USDC_UNIT = 10**6
@@ -71,6 +77,83 @@ class Market:
         for key in ("noise_traders", "lps", "borrowers"):
             data[key] = list(data[key])
         return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Market:
+        """The inverse of `to_dict` (ValueError says what is wrong). The simulation's roles
+        and `owner` may be left out: acting needs only the venues."""
+        if not isinstance(data, dict):
+            raise ValueError("must be a JSON object")
+        missing = [k for k in (*_TOKENS, *_VENUES) if k not in data]
+        if missing:
+            raise ValueError(f"missing keys: {', '.join(missing)}")
+        t, v = {k: _token(k, data[k]) for k in _TOKENS}, {k: _address(k, data[k]) for k in _VENUES}
+        one = {k: _address(k, data[k]) if data.get(k) else ""
+               for k in ("owner", "whale", "arbitrageur", "liquidator")}
+        many = {k: tuple(_address(f"{k}[{i}]", a) for i, a in enumerate(_list(k, data)))
+                for k in ("noise_traders", "lps", "borrowers")}
+        price = data.get("initial_eth_usd", 0.0)
+        if isinstance(price, bool) or not isinstance(price, (int, float)):
+            raise ValueError(f"initial_eth_usd: must be a number, got {price!r}")
+        return cls(
+            owner=one["owner"], usdc=t["usdc"], weth=t["weth"], wbtc=t["wbtc"],
+            honey=t["honey"], pair_weth_usdc=v["pair_weth_usdc"],
+            pair_wbtc_usdc=v["pair_wbtc_usdc"], pair_honey_weth=v["pair_honey_weth"],
+            pool_v3_weth_usdc=v["pool_v3_weth_usdc"], oracle_eth_usd=v["oracle_eth_usd"],
+            lending=v["lending"], initial_eth_usd=float(price),
+            noise_traders=many["noise_traders"], whale=one["whale"],
+            arbitrageur=one["arbitrageur"], lps=many["lps"], borrowers=many["borrowers"],
+            liquidator=one["liquidator"])
+
+
+_TOKENS = ("usdc", "weth", "wbtc", "honey")
+_VENUES = ("pair_weth_usdc", "pair_wbtc_usdc", "pair_honey_weth", "pool_v3_weth_usdc",
+           "oracle_eth_usd", "lending")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+
+
+def _address(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not _ADDRESS.fullmatch(value):
+        raise ValueError(f"{key}: not an address (0x and 40 hex digits): {value!r}")
+    checksummed = str(to_checksum_address(value))
+    if value != checksummed and value not in (value.lower(), "0x" + value[2:].upper()):
+        raise ValueError(f"{key}: bad EIP-55 checksum in {value} (a typo?)")
+    return checksummed
+
+
+def _token(key: str, value: Any) -> Token:
+    if not isinstance(value, dict) or not {"address", "symbol", "decimals"} <= value.keys():
+        raise ValueError(f"{key}: must be an object with address, symbol and decimals")
+    decimals = value["decimals"]
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 36:
+        raise ValueError(f"{key}.decimals: must be an integer 0..36, got {decimals!r}")
+    if not isinstance(value["symbol"], str) or not value["symbol"]:
+        raise ValueError(f"{key}.symbol: must be a non-empty string")
+    return Token(_address(f"{key}.address", value["address"]), value["symbol"], decimals)
+
+
+def _list(key: str, data: dict[str, Any]) -> list[Any]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise ValueError(f"{key}: must be a list of addresses")
+    return value
+
+
+def load_market(path: Path) -> Market:
+    """The venues of a deployed market from a JSON file in `Market.to_dict()` form
+    (actions.market_file: how RPC mode knows where to act)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"actions.market_file: {path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"actions.market_file: {path}: cannot read: {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"actions.market_file: {path}: not valid JSON: {exc}") from None
+    try:
+        return Market.from_dict(data)
+    except ValueError as exc:
+        raise ConfigError(f"actions.market_file: {path}: {exc}") from None
 
 
 class _Deployer:

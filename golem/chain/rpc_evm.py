@@ -15,6 +15,10 @@ would otherwise stamp blocks from its own wall-clock offset, several blocks in
 one second). Snapshots are for reorg tests: `snapshot()`, mine branch A,
 `revert(id)`, mine branch B. A revert consumes its snapshot (and every later
 one), as anvil and Hardhat do; the caller's next block time goes back with it.
+
+`NodeEvm` is the same over any node (RPC mode's executor): plain JSON-RPC only,
+no ``evm_*`` method; the node stamps and mines blocks itself, so a receipt may
+take a block time to appear.
 """
 
 from __future__ import annotations
@@ -93,3 +97,50 @@ class RpcEvm(Web3Evm):
         if self._rpc("evm_revert", snapshot_id) is not True:
             raise ChainError(f"evm_revert: unknown or already used snapshot {snapshot_id}")
         self._next_time = self._snapshot_times.pop(snapshot_id, self.head().timestamp + 1)
+
+
+class NodeEvm(RpcEvm):
+    """Any JSON-RPC node over HTTP: reads, calls and raw sends only (no ``evm_*``).
+
+    Block times are the node's: `set_next_block_time` is ignored. A sent transaction's
+    receipt is polled for up to `receipt_timeout` seconds (a real chain mines it in
+    the next block, seconds away). `eth_accounts` may answer empty: we sign ourselves.
+    A node on another chain than `chain_id` (0: any) is refused.
+    """
+
+    def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT, *, chain_id: int = 0,
+                 receipt_timeout: float = 120.0) -> None:
+        super().__init__(url, timeout)
+        self.receipt_timeout = receipt_timeout
+        if chain_id not in (0, self.chain_id):
+            raise ChainError(f"the node is on chain {self.chain_id}, not chain {chain_id} "
+                             "(chain.rpc.chain_id)")
+
+    def set_next_block_time(self, timestamp: float) -> int:
+        return int(timestamp)
+
+    def _stamp_pending(self) -> None:
+        """The node stamps its own blocks."""
+
+    def _receipt(self, tx_hash: Any) -> Any:
+        deadline = time.monotonic() + self.receipt_timeout
+        polls = 0
+        while True:
+            try:
+                return self.w3.eth.get_transaction_receipt(tx_hash)
+            except TransactionNotFound:
+                if time.monotonic() > deadline:
+                    raise
+            if polls == 0:
+                self.receipt_waits += 1
+            polls += 1
+            time.sleep(0.05 if polls < 20 else 1.0)
+
+    def mine(self) -> Head:
+        raise ChainError("a node mines its own blocks (NodeEvm cannot mine)")
+
+    def snapshot(self) -> str:
+        raise ChainError("snapshots need a dev node (evm_snapshot)")
+
+    def revert(self, snapshot_id: str) -> None:
+        raise ChainError("snapshots need a dev node (evm_revert)")

@@ -7,21 +7,34 @@ it runs: a restarted daemon redeploys with the same seed and genesis time and
 replays the journal, which rebuilds the identical chain (same transactions, same
 block hashes), and capture resumes from its committed cursor. Replay costs about
 0.15 s per journalled step at start-up.
+
+The golem's own transactions change the chain too, so they are journalled the same
+way (signed raw bytes, or the wallet's funding, with the number of market steps
+before them) and replayed in order. One lock keeps Gamma's market step (a worker
+thread) and an executing action (another) from interleaving their transactions.
 """
 
 from __future__ import annotations
 
+import json
+import threading
+
 import structlog
 
+from golem.chain.compile import load_artifacts
 from golem.chain.cursor import CaptureStore
-from golem.chain.evm import SimulatedEvm
-from golem.chain.market import Market, deploy_market
+from golem.chain.evm import ChainError, SimulatedEvm, TxResult
+from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, Market, deploy_market
 from golem.chain.reader import InProcessReader
+from golem.chain.signer import send_eth, submit_raw
 from golem.chain.simulator import MarketSimulator, RegimeSwitch, StepReport
 from golem.chain.watch import WatchList
 from golem.errors import ConfigError
 
 log = structlog.get_logger("golem.chain.source")
+
+GAS_ETH = 10 * E18  # native ETH for gas: not counted as capital
+RAW, FUND = "raw", "fund"
 
 
 class SimulatedSource:
@@ -35,6 +48,9 @@ class SimulatedSource:
         self.first_block = evm.head().number + 1  # market activity starts after deployment
         self.reader = InProcessReader(evm)
         self.watch = WatchList.build(market.contracts)
+        self.lock = threading.RLock()
+        self.steps_done = 0
+        self.funded: set[str] = set()
 
     @classmethod
     def create(cls, seed: int, start_time: float,
@@ -42,6 +58,7 @@ class SimulatedSource:
         """Deploy the market; with a store, reuse its genesis and replay its journal."""
         genesis = int(start_time) - 3600
         steps: list[tuple[float, float]] = []
+        golem_txs: list[tuple[int, float, str, bytes]] = []
         if store is not None:
             stored_seed = store.sim_meta("seed")
             if stored_seed is not None and int(stored_seed) != seed:
@@ -55,13 +72,21 @@ class SimulatedSource:
             else:
                 genesis = int(stored_genesis)
             steps = store.sim_steps()
+            golem_txs = store.sim_golem_txs()
         evm = SimulatedEvm(genesis_timestamp=genesis)
         market = deploy_market(evm, seed)
         source = cls(evm, market, MarketSimulator(evm, market, seed), store)
-        if steps:
-            log.info("replaying the simulated market", steps=len(steps))
-            for golem_time, dt in steps:
-                source.simulator.step(golem_time, dt)
+        if steps or golem_txs:
+            log.info("replaying the simulated market", steps=len(steps), golem_txs=len(golem_txs))
+            pending = iter(golem_txs)
+            nxt = next(pending, None)
+            for i in range(len(steps) + 1):
+                while nxt is not None and nxt[0] <= i:
+                    source._apply(*nxt[1:])
+                    nxt = next(pending, None)
+                if i < len(steps):
+                    source.simulator.step(*steps[i])
+                    source.steps_done += 1
             log.info("simulated market replayed", steps=len(steps), head=evm.head().number)
         return source
 
@@ -71,6 +96,53 @@ class SimulatedSource:
 
     def advance(self, golem_time: float, dt: float) -> StepReport:
         """Journal, then drive the market to ``golem_time``."""
+        with self.lock:
+            if self.store is not None:
+                self.store.append_sim_step(golem_time, dt)
+            report = self.simulator.step(golem_time, dt)
+            self.steps_done += 1
+            return report
+
+    def submit(self, raw: bytes, golem_time: float) -> TxResult:
+        """Journal, then send one of the golem's signed transactions."""
+        with self.lock:
+            self._journal(golem_time, RAW, raw)
+            return submit_raw(self.evm, raw, golem_time)
+
+    def fund_wallet(self, address: str, usd: float, golem_time: float) -> bool:
+        """Once per address: half `usd` in USDC, half in WETH at the oracle price, plus gas
+        ETH, from the market owner. False when already funded (journal replayed)."""
+        with self.lock:
+            if address.lower() in self.funded:
+                return False
+            abi = load_artifacts()["OracleFeed"].abi
+            price = int(self.evm.call(self.market.oracle_eth_usd, abi, "latestAnswer"))
+            data = {"to": address, "usdc": int(usd / 2 * USDC_UNIT),
+                    "weth": int(usd / 2 * E18 * ORACLE_UNIT) // max(price, 1), "eth": GAS_ETH}
+            blob = json.dumps(data, sort_keys=True).encode()
+            self._journal(golem_time, FUND, blob)
+            self._apply(golem_time, FUND, blob)
+            return True
+
+    def _journal(self, golem_time: float, kind: str, data: bytes) -> None:
         if self.store is not None:
-            self.store.append_sim_step(golem_time, dt)
-        return self.simulator.step(golem_time, dt)
+            self.store.append_sim_golem_tx(self.steps_done, golem_time, kind, data)
+
+    def _apply(self, golem_time: float, kind: str, data: bytes) -> None:
+        """Run one journalled golem transaction (live or in replay)."""
+        if kind == RAW:
+            try:
+                submit_raw(self.evm, data, golem_time)
+            except ChainError as exc:  # it failed the same way when it was first sent
+                log.warning("a journalled golem transaction was refused", error=str(exc))
+            return
+        fund = json.loads(data)
+        m, abi = self.market, load_artifacts()["ERC20"].abi
+        self.evm.set_next_block_time(golem_time)
+        send_eth(self.evm, m.owner, fund["to"], int(fund["eth"]))
+        for token, amount in ((m.usdc.address, fund["usdc"]), (m.weth.address, fund["weth"])):
+            result = self.evm.transact(token, abi, "mint", fund["to"], int(amount),
+                                       sender=m.owner)
+            if not result.ok:
+                raise ChainError(f"funding the wallet reverted: {result.error}")
+        self.funded.add(str(fund["to"]).lower())

@@ -147,6 +147,13 @@ class DecisionJournal:
                         frozenset(json.loads(r[4])), frozenset(json.loads(r[5])), r[6], r[7])
                 for r in rows]
 
+    def recent_hits(self, limit: int) -> list[bool]:
+        """Direction hits of the newest `limit` scored predictions, oldest first (the
+        epistemic clock's window)."""
+        rows = self._read("SELECT hit FROM predictions WHERE quality IS NOT NULL "
+                          "ORDER BY due_tick DESC, id DESC LIMIT ?", (limit,))
+        return [bool(r[0]) for r in reversed(rows)]
+
     def loop_tick(self, name: str) -> int:
         rows = self._read("SELECT last_tick FROM loops WHERE name = ?", (name,))
         return int(rows[0][0]) if rows else 0

@@ -6,6 +6,9 @@ settlement never exceeds its reservation when the usage fits what was reserved
 full until it is settled (actual cost) or released (the API did not bill, e.g.
 a 429 or 529): a crash between sending and settling leaves it counted, which
 errs on the side of the budget. The day is the UTC date of the reservation.
+The death reserve is a separate channel: once opened, calls booked under
+RESERVE_PURPOSE pass even when the daily or lifetime cap is spent, up to the
+reserve (counting every earlier reserve call), and are refused beyond it.
 Blocking SQLite: call from a worker thread in async code.
 """
 
@@ -39,6 +42,7 @@ CREATE TABLE IF NOT EXISTS llm_spend (
 );
 CREATE INDEX IF NOT EXISTS llm_spend_day ON llm_spend(day);
 """
+RESERVE_PURPOSE = "thanatopsis"
 _COUNTED = ("CASE state WHEN 'settled' THEN settled_micro"
             " WHEN 'reserved' THEN reserved_micro ELSE 0 END")
 
@@ -122,6 +126,7 @@ class SpendLedger:
         self.lifetime_cap_usd = lifetime_cap_usd
         self._daily_cap = _micro(daily_cap_usd)
         self._lifetime_cap = _micro(lifetime_cap_usd)
+        self._death_reserve: int | None = None
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -142,6 +147,10 @@ class SpendLedger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def open_death_reserve(self, reserve_usd: float) -> None:
+        """Let RESERVE_PURPOSE calls spend up to ``reserve_usd`` past the normal caps."""
+        self._death_reserve = _micro(max(0.0, reserve_usd))
+
     def price(self, model: str) -> ModelPrice:
         try:
             return self.prices[model]
@@ -158,17 +167,10 @@ class SpendLedger:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                today, lifetime = self._spent(day)
-                if self._daily_cap is not None and today + amount > self._daily_cap:
-                    raise BudgetExceeded(
-                        f"daily LLM cap ${self.daily_cap_usd:g} reached: spent "
-                        f"${today / 1e6:.6f} today, this call may cost ${amount / 1e6:.6f}",
-                        cap="daily")
-                if self._lifetime_cap is not None and lifetime + amount > self._lifetime_cap:
-                    raise BudgetExceeded(
-                        f"lifetime LLM cap ${self.lifetime_cap_usd:g} reached: spent "
-                        f"${lifetime / 1e6:.6f}, this call may cost ${amount / 1e6:.6f}",
-                        cap="lifetime")
+                if purpose == RESERVE_PURPOSE and self._death_reserve is not None:
+                    self._check_reserve(amount)
+                else:
+                    self._check_caps(day, amount)
                 cursor = self._db.execute(
                     "INSERT INTO llm_spend (created_at, day, model, purpose, reserved_micro, state)"
                     " VALUES (?, ?, ?, ?, ?, 'reserved')", (now, day, model, purpose, amount))
@@ -178,6 +180,30 @@ class SpendLedger:
                 raise
         assert cursor.lastrowid is not None
         return cursor.lastrowid
+
+    def _check_reserve(self, amount: int) -> None:
+        assert self._death_reserve is not None
+        spent = int(self._db.execute(
+            f"SELECT COALESCE(SUM({_COUNTED}), 0) FROM llm_spend WHERE purpose = ?",  # noqa: S608
+            (RESERVE_PURPOSE,)).fetchone()[0])
+        if spent + amount > self._death_reserve:
+            raise BudgetExceeded(
+                f"death reserve ${self._death_reserve / 1e6:.6f} reached: spent "
+                f"${spent / 1e6:.6f} from it, this call may cost ${amount / 1e6:.6f}",
+                cap="death_reserve")
+
+    def _check_caps(self, day: str, amount: int) -> None:
+        today, lifetime = self._spent(day)
+        if self._daily_cap is not None and today + amount > self._daily_cap:
+            raise BudgetExceeded(
+                f"daily LLM cap ${self.daily_cap_usd:g} reached: spent "
+                f"${today / 1e6:.6f} today, this call may cost ${amount / 1e6:.6f}",
+                cap="daily")
+        if self._lifetime_cap is not None and lifetime + amount > self._lifetime_cap:
+            raise BudgetExceeded(
+                f"lifetime LLM cap ${self.lifetime_cap_usd:g} reached: spent "
+                f"${lifetime / 1e6:.6f}, this call may cost ${amount / 1e6:.6f}",
+                cap="lifetime")
 
     def settle(self, reservation_id: int, usage: TokenUsage, *, now: float) -> int:
         """Record the actual cost (micro-USD) of a reserved call; returns it."""

@@ -8,8 +8,12 @@ rules) and answers in the same decision schema a model would:
 - a price prediction: a move of at least MOMENTUM over the window continues
   (half its size, confidence rising with the move, capped at 0.8); otherwise
   the price stays flat (confidence 0.55);
-- actions: "hold" (acting on chain is a later issue, and with a warning in
-  view holding is the conservative choice anyway);
+- actions: on clear momentum (a move of at least MOMENTUM) with no warning in view
+  that bears on the trade, a small swap on the trading pool in the move's direction
+  (buy WETH with USDC on the way up, sell it on the way down), sized to at most
+  TRADE_CAP_SHARE of the cage's per-action cap and TRADE_WALLET_SHARE of what the
+  wallet holds of the asset it pays with; "hold" otherwise, or when that is under
+  MIN_TRADE_USD;
 - referenced: the entries whose text bears on the situation (warnings and
   anti-knowledge always, others when they name the subject or the move).
 """
@@ -23,6 +27,11 @@ from golem.cognition.decisions import Decision, Prediction, ProposedAction
 from golem.perception.market import PricePoint
 
 MOMENTUM = 0.015
+TRADE_CAP_SHARE = 0.25
+TRADE_WALLET_SHARE = 0.1
+MIN_TRADE_USD = 1.0
+BASE, QUOTE = "WETH", "USDC"
+_TRADE_WORDS = ("weth", "usdc", "eth/usd", "eth ")
 HORIZON_TICKS = 5
 PROVIDER = "offline"
 _CAUTION = ("warning", "anti-knowledge", "anti_knowledge", "never", "revert", "honeypot")
@@ -41,6 +50,9 @@ class Situation:
     prices: tuple[PricePoint, ...]  # the feed's recent answers, oldest first
     entries: tuple[Entry, ...]  # what the workspace included
     escalations: int = 0
+    holdings_usd: tuple[tuple[str, float], ...] = ()  # (symbol, USD) the wallet holds
+    trade_pool: str = ""  # the WETH/USDC pool's address; empty: no trading
+    max_notional_usd: float = 0.0  # the cage's per-action cap
 
 
 def decide(situation: Situation) -> Decision:
@@ -68,10 +80,36 @@ def decide(situation: Situation) -> Decision:
         analysis += f" {cautions} warning(s) in view."
     if situation.escalations:
         analysis += f" {situation.escalations} escalated event(s) this tick."
+    action = _trade(situation, move)
+    if action.kind != "hold":
+        analysis += f" Acting small: {action.reason}"
     return Decision(analysis=analysis, predictions=(prediction,) if prediction else (),
-                    actions=(ProposedAction("hold", reason="offline tier: observe only"),),
+                    actions=(action,),
                     referenced=referenced,
                     missing_context=() if situation.prices else ("price feed history",))
+
+
+def _trade(situation: Situation, move: float | None) -> ProposedAction:
+    """A small momentum swap, or hold (see the module docstring)."""
+    if move is None or abs(move) < MOMENTUM or not situation.trade_pool:
+        return ProposedAction("hold", reason="offline tier: no clear momentum")
+    warned = [e for e in situation.entries if _cautionary(e) and _names_trade(e, situation)]
+    if warned:
+        return ProposedAction("hold", reason="offline tier: a warning bears on the trade")
+    pay, get = (QUOTE, BASE) if move > 0 else (BASE, QUOTE)
+    held = dict(situation.holdings_usd).get(pay, 0.0)
+    notional = min(TRADE_CAP_SHARE * situation.max_notional_usd, TRADE_WALLET_SHARE * held)
+    if notional < MIN_TRADE_USD:
+        return ProposedAction("hold", reason=f"offline tier: too little {pay} to trade")
+    verb = "buy" if move > 0 else "sell"
+    return ProposedAction("swap", situation.trade_pool, pay, get,
+                          notional_usd=round(notional, 2),
+                          reason=f"{verb} {BASE} for ${notional:,.2f} on a {move:+.2%} move")
+
+
+def _names_trade(entry: Entry, situation: Situation) -> bool:
+    text = f"{entry.text} ".lower()
+    return situation.trade_pool.lower() in text or any(w in text for w in _TRADE_WORDS)
 
 
 def _move(prices: Sequence[PricePoint]) -> float | None:

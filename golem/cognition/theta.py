@@ -14,14 +14,16 @@ outcomes into a new policy revision (at most 0.02 per category). I-frame /
 P-frame bookkeeping (seed 002 S2.2, golem.cognition.frames): an I-frame's workspace
 becomes the keyframe, sent in full (and cached by the API); each P-frame after it
 resends the previous request byte-identical (read from the cache) plus the changes
-since that request, until next_frame calls for a new keyframe. Nothing here acts on
-chain.
+since that request, until next_frame calls for a new keyframe. Accepted actions go to
+the executor (golem.chain.execution), which checks the cage again with the current
+portfolio before signing; without one nothing acts on chain.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +32,7 @@ import structlog
 
 from golem.cognition import offline
 from golem.cognition.cage import Cage, Portfolio, Verdict, check
-from golem.cognition.decisions import Decision, Malformed
+from golem.cognition.decisions import Decision, Malformed, ProposedAction
 from golem.cognition.frames import Keyframes
 from golem.cognition.journal import DecisionJournal, Outcome
 from golem.cognition.predictions import score_prediction
@@ -49,19 +51,26 @@ from golem.governor.governor import Assembly, ContextGovernor, LiveItem
 from golem.governor.policy_store import PolicyConflict, PolicyStore
 from golem.governor.workspace import CognitiveWorkspace
 from golem.grimoire.memory_file import read_text
+from golem.mortality.budget import phase_budget
 from golem.perception.market import PricePoint, move_phrase
 from golem.runtime.handlers import TickContext, TickCounters
 
 if TYPE_CHECKING:
     from golem.chain.capture import Escalation, GammaCapture
+    from golem.chain.execution import Executor
     from golem.cognition.model import ModelCognition
 
 log = structlog.get_logger("golem.theta")
 
 NO_POSITIONS = Portfolio({}, equity_usd=0.0, peak_equity_usd=0.0)
 ANTHROPIC = "anthropic"
-STRATEGY = ("Observe the market, predict price moves over the next ticks, and hold: the "
-            "golem has no positions yet.")
+STRATEGY = ("Observe the market, predict price moves over the next ticks, and hold: this "
+            "golem cannot act on chain (actions are off or there is no wallet).")
+TRADING_STRATEGY = ("Observe the market and predict price moves over the next ticks. Trade "
+                    "only inside the policy cage: a small swap on an allowed pool when the "
+                    "evidence is clear and no warning bears on it; otherwise hold. Capital is "
+                    "finite, every model call is paid from it, and a dying golem only reduces "
+                    "risk.")
 VOLATILE_STEP = 0.008  # stdev of feed moves above this reads as a volatile market
 _MISSING_WORDS = ((("price", "pool", "position", "liquidity", "feed"), Category.DEFI_SNAPSHOT),
                   (("warning", "risk", "revert", "honeypot"), Category.INVARIANTS),
@@ -117,18 +126,29 @@ class ThetaCycle:
     loop2_every: int = 50
     model: ModelCognition | None = None
     t2_curiosity: float = 0.8
+    # the newest vitality phase (mortality's store); None: Stable (mortality is off)
+    phase_reader: Callable[[], Phase] | None = None
+    # carries accepted actions out on chain (golem.chain.execution); None: record only
+    executor: Executor | None = None
     name: str = "theta-decision"
     _regime: MarketRegime | None = field(default=None, init=False)
     _frames: Keyframes = field(default_factory=Keyframes, init=False)
+    _base_budget: int = field(default=0, init=False)  # the configured (full) budget
+    _phase: Phase = field(default=Phase.STABLE, init=False)  # this tick's, for live state
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
         feed, prices = self._feed()
         escalations = self._drain_escalations()
         escalated = [e.episode_id for e in escalations]
         regime = market_regime(prices)
-        phase = Phase.STABLE  # vitality and phases arrive with the mortality issue
+        phase = Phase.STABLE
+        if self.phase_reader is not None:  # vitality is on: its phase also sizes the budget
+            phase = self._phase = await anyio.to_thread.run_sync(self.phase_reader)
+            self._base_budget = self._base_budget or self.grimoire_governor.total_budget
+            self.grimoire_governor.total_budget = phase_budget(self._base_budget, phase)
         policy = await anyio.to_thread.run_sync(self.policies.latest)
-        live = [*self._live(feed, prices, escalated),
+        portfolio, holdings = await self.executor.view() if self.executor else (NO_POSITIONS, ())
+        live = [*self._live(feed, prices, escalated, self._positions(holdings)),
                 *await anyio.to_thread.run_sync(self._memory_files)]
         query = self._query(feed, prices)
         assembly = await self.grimoire_governor.assemble(
@@ -143,12 +163,16 @@ class ThetaCycle:
             keyframe.used + round(share * ws.total_budget)
         tier = await self._tier([e.curiosity for e in escalations], phase, sent_tokens)
         think = await self._think(tier, ws, feed, prices=prices, entries=entries,
-                                  escalated=len(escalated), keyframe=keyframe, links=links)
+                                  escalated=len(escalated), keyframe=keyframe, links=links,
+                                  holdings=holdings)
         if think.provider == ANTHROPIC:  # the request was sent: cached from now on
             self._frames.sent(ctx.clock.now())
         decision = think.decision
-        verdicts = [check(a, self.cage, NO_POSITIONS) for a in decision.actions] \
+        verdicts = [check(a, self.cage, portfolio) for a in decision.actions] \
             if decision else []
+        executed = await self.executor.execute(
+            [v.action for v in verdicts if v.accepted and v.action.kind != "hold"],
+            tick=ctx.tick, now=ctx.clock.now()) if self.executor else []
         latest = prices[-1].price if prices else None
         due = [(p.subject, p.direction, p.magnitude, p.confidence, ctx.tick + p.horizon_ticks,
                 latest) for p in (decision.predictions if decision else ())
@@ -170,7 +194,8 @@ class ThetaCycle:
                              "delta_share": round(share, 4)},
                       provider=think.provider, tier=tier.value, model=think.model,
                       status=think.status, cost_usd=think.cost_usd, note=think.note,
-                      problems=list(think.problems), cited=sorted(think.cited))
+                      problems=list(think.problems), cited=sorted(think.cited),
+                      executions=[r.to_dict() for r in executed])
         summary = (decision.analysis if decision else "malformed model output: "
                    + "; ".join(think.problems))[:160]
         scored = await anyio.to_thread.run_sync(self._score, ctx.tick, feed, latest)
@@ -187,7 +212,9 @@ class ThetaCycle:
                 "context_used": ws.used, "context_pressure": round(ws.pressure, 3),
                 "policy_revision": revised or assembly.policy_revision,
                 "tier": int(tier.value[1]), "cost_usd": think.cost_usd,
-                "malformed": int(think.status == "malformed")}
+                "malformed": int(think.status == "malformed"),
+                **{f"actions_{k}": sum(r.status == s for r in executed) for k, s in
+                   (("executed", "ok"), ("reverted", "reverted"), ("dry_run", "dry_run"))}}
 
     async def _tier(self, curiosities: list[float], phase: Phase, context_tokens: int) -> Tier:
         if self.model is None:
@@ -203,12 +230,18 @@ class ThetaCycle:
     async def _think(self, tier: Tier, ws: CognitiveWorkspace, feed: str | None, *,
                      prices: tuple[PricePoint, ...], entries: tuple[offline.Entry, ...],
                      escalated: int, keyframe: CognitiveWorkspace | None,
-                     links: tuple[CognitiveWorkspace, ...]) -> Thought:
+                     links: tuple[CognitiveWorkspace, ...],
+                     holdings: tuple[tuple[str, float], ...] = ()) -> Thought:
         """The model's decision for T1/T2 (or why not), else the offline tier's."""
-        situation = offline.Situation(feed or "no feed", prices, entries, escalated)
+        pool = self.executor.valuer.market.pair_weth_usdc if self.executor else ""
+        if pool and not check(ProposedAction("swap", pool, offline.QUOTE, offline.BASE),
+                              self.cage, NO_POSITIONS).accepted:
+            pool = ""  # the cage would refuse any trade there: the offline tier holds
+        situation = offline.Situation(feed or "no feed", prices, entries, escalated,
+                                      holdings, pool, self.cage.max_notional_usd)
         if tier is Tier.T0 or self.model is None:
             return Thought(offline.decide(situation), offline.PROVIDER, "", "ok")
-        made = await self.model.decide(tier, ws, strategy=STRATEGY,
+        made = await self.model.decide(tier, ws, strategy=self._strategy,
                                        situation=self._query(feed, prices), keyframe=keyframe,
                                        links=links)
         if isinstance(made.decision, Decision):
@@ -243,12 +276,22 @@ class ThetaCycle:
         phrase = move_phrase(prices) or "market state unknown"
         return f"{phrase}: large swaps, liquidations, warnings, price feed {feed or ''}"
 
+    def _positions(self, holdings: tuple[tuple[str, float], ...]) -> str:
+        if self.executor is None:
+            return "Positions: none."
+        held = ", ".join(f"{symbol} ${usd:,.2f}" for symbol, usd in holdings) or "nothing"
+        return f"Wallet: {held}. {self.executor.venues()}"
+
+    @property
+    def _strategy(self) -> str:
+        return STRATEGY if self.executor is None else TRADING_STRATEGY
+
     def _live(self, feed: str | None, prices: tuple[PricePoint, ...],
-              escalated: list[str]) -> list[LiveItem]:
+              escalated: list[str], positions: str = "Positions: none.") -> list[LiveItem]:
         snapshot = (f"Price feed {feed}: latest answer {prices[-1].price:g}; "
                     f"{move_phrase(prices) or 'no move yet'}; {len(escalated)} escalated "
-                    "event(s) this tick. Positions: none.") if feed and prices else \
-            "No price feed observed yet. Positions: none."
+                    f"event(s) this tick. {positions}") if feed and prices else \
+            f"No price feed observed yet. {positions}"
         cage = (f"Policy cage: {len(self.cage.allowed_contracts)} allowlisted contracts, "
                 f"assets {sorted(self.cage.allowed_assets) or 'none'}, at most "
                 f"${self.cage.max_notional_usd:,.0f} per action and "
@@ -258,12 +301,13 @@ class ThetaCycle:
             LiveItem("invariants/cage", Category.INVARIANTS, cage, importance=1.0),
             LiveItem("defi_snapshot", Category.DEFI_SNAPSHOT, snapshot),
             LiveItem("mortality", Category.MORTALITY,
-                     "Vitality: not built yet (taken as 1.0); phase stable."),
+                     f"Behavioural phase: {self._phase.value}." if self.phase_reader else
+                     "Mortality disabled: no vitality clock (phase taken as stable)."),
             LiveItem("affect", Category.AFFECT, "Affect: neutral (PAD 0, 0, 0; not built yet)."),
             LiveItem("tool_state", Category.TOOL_STATE,
                      "Tools: query_grimoire, working_memory_note."),
             LiveItem("owner_control", Category.OWNER_CONTROL, "Owner instructions: none."),
-            LiveItem("strategy", Category.STRATEGY, f"Strategy: {STRATEGY}"),
+            LiveItem("strategy", Category.STRATEGY, f"Strategy: {self._strategy}"),
         ]
 
     def _memory_files(self) -> list[LiveItem]:

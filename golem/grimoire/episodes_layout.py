@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from golem.grimoire.errors import StoreCorrupt
+from golem.grimoire.memory_file import fsync_dir
 from golem.grimoire.signature import ModelSignature
 
 META_FILE = "store.json"
@@ -96,12 +97,6 @@ def write_meta(directory: Path, meta: StoreMeta) -> None:
             tmp.unlink()
 
 
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def table_dir(directory: Path, table: str) -> Path:

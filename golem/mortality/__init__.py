@@ -1,1 +1,1 @@
-"""Mortality: vitality and phases, acting on chain, the Thanatopsis death protocol, testament and succession."""
+"""Mortality: vitality and phases, acting on chain, Thanatopsis, testament, succession."""

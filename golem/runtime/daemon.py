@@ -34,6 +34,7 @@ from golem.events import (
     RuntimeStopped,
     RuntimeStopping,
 )
+from golem.mortality.death import refuse_if_dead
 from golem.runtime.clock import Clock, VirtualClock, WallClock
 from golem.runtime.handlers import HandlerRegistry
 from golem.runtime.lock import DataDirLock
@@ -52,6 +53,8 @@ class SetupContext:
     clock: Clock
     events: EventBus
     registry: HandlerRegistry
+    # The graceful stop (as on SIGTERM): the death protocol calls it once the golem is dead.
+    stop: Callable[[str], None] | None = None
 
 
 Setup = Callable[[SetupContext, AsyncExitStack], Awaitable[None]]
@@ -104,6 +107,7 @@ class Daemon:
         lock = DataDirLock(data_dir)
         lock.acquire()
         try:
+            refuse_if_dead(data_dir)  # a dead golem's data dir stays dead
             self._store = await anyio.to_thread.run_sync(StateStore.open, data_dir)
             try:
                 return await self._run_opened(self._store)
@@ -124,8 +128,8 @@ class Daemon:
             if self.setup is not None:
                 # Components (the Grimoire, ...) open before READY=1 and register their
                 # tick handlers; they close after the loops have stopped.
-                await self.setup(SetupContext(cfg, self.clock, self._bus, self.registry),
-                                 components)
+                await self.setup(SetupContext(cfg, self.clock, self._bus, self.registry,
+                                              self.request_stop), components)
             return await self._run_loops(store, counters, meta)
 
     async def _run_loops(self, store: StateStore, counters: dict[str, LoopCounters],
@@ -139,6 +143,9 @@ class Daemon:
                 counters=counters.get(name) or LoopCounters(name), events=self._bus,
                 seed=cfg.golem.seed, on_tick=self._on_tick,
             ))
+        if self.stop_reason is not None:  # stopped during set-up (a death resumed there)
+            for loop in self.loops:
+                loop.stop()
         run_number = int(meta.get("runs", 0)) + 1
         started = {
             "runs": run_number,

@@ -10,12 +10,16 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from golem.errors import StateError
+
+if TYPE_CHECKING:
+    from golem.config import Config
 
 STATE_FILE = "state.db"
 
@@ -270,3 +274,19 @@ def _migrate(conn: sqlite3.Connection) -> None:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+
+def cli_golem_now(config: Config) -> Callable[[], float]:
+    """Golem time for a command run beside (or instead of) the daemon: the wall clock, or a
+    simulated golem's last persisted time (frozen), so CLI writes never jump its clock."""
+    if config.clock.mode == "real":
+        return time.time
+    store = StateStore.open_readonly(config.data_dir) if config.data_dir.exists() else None
+    persisted = None
+    if store is not None:
+        try:
+            persisted = store.get_meta("golem_time")
+        finally:
+            store.close()
+    at = float(persisted) if persisted is not None else config.clock.start.timestamp()
+    return lambda: at

@@ -5,11 +5,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 
 from golem.runtime.handlers import TickContext, TickCounters
+
+if TYPE_CHECKING:
+    from golem.chain.capture import GammaCapture
 
 
 @dataclass
@@ -87,4 +91,24 @@ class ThreadBlockHandler:
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
         await anyio.to_thread.run_sync(time.sleep, self.seconds)
+        return None
+
+
+class Escalator:
+    """Gamma's stand-in stimulus: one very curious escalation per tick, so Theta calls the
+    strong tier every tick (the simulated market escalates only a few events an hour).
+    Register it on "gamma" after setup and point ``capture`` at the real capture."""
+
+    name = "test-escalator"
+
+    def __init__(self, curiosity: float = 0.95) -> None:
+        self.capture: GammaCapture | None = None
+        self.curiosity = curiosity
+
+    async def __call__(self, ctx: TickContext) -> TickCounters | None:
+        from golem.chain.capture import Escalation  # noqa: PLC0415 - loads the chain stack
+
+        assert self.capture is not None, "Escalator.capture was never set"
+        self.capture.escalations.append(Escalation(f"escalated-{ctx.tick}", self.curiosity,
+                                                   "test"))
         return None

@@ -4,6 +4,7 @@
         api.reply_text("hold")                       # scripted replies, taken in order
         api.reply_tool_use("query_grimoire", {"query": "fees"})
         api.reply_cited([("Fees rose ", None), ("after the swap.", 0)])  # cites search_result 0
+        api.reply_when("death reflection", "{...}")  # unscripted: by the system prompt
         api.fail(429, retry_after=2.5)               # or 529, or any status
         api.hang(30.0)                               # answer only after 30 s (or stop())
         ...; api.requests[-1].body, api.requests[-1].headers
@@ -199,6 +200,7 @@ class MessagesServer:
         self.requests: list[RecordedRequest] = []
         self.faults: list[str] = []
         self._script: deque[_Step] = deque()
+        self._rules: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -229,6 +231,12 @@ class MessagesServer:
     def reply_cited(self, parts: list[tuple[str, int | None]]) -> None:
         """Text blocks; a part with an index cites that search_result of the request."""
         self._push(_Step("reply", ("cite", parts)))
+
+    def reply_when(self, system_contains: str, text: str) -> None:
+        """With nothing scripted, a request whose system prompt contains
+        `system_contains` gets `text` (checked in the order added) instead of the default."""
+        with self._lock:
+            self._rules.append((system_contains, text))
 
     def fail(self, status: int, *, retry_after: float | None = None) -> None:
         self._push(_Step("fail", status=status, retry_after=retry_after))
@@ -310,6 +318,13 @@ class MessagesServer:
         except ValueError as exc:
             return _error(500, f"bad script: {exc}")
 
+    def _default_for(self, body: dict[str, Any]) -> str:
+        system = body.get("system", "")
+        text = system if isinstance(system, str) else canonical(system)
+        with self._lock:
+            rules = list(self._rules)
+        return next((reply for needle, reply in rules if needle in text), self.default_text)
+
     @staticmethod
     def _invalid(body: dict[str, Any]) -> str | None:
         for key in ("model", "max_tokens", "messages"):
@@ -325,7 +340,7 @@ class MessagesServer:
 
     def _reply(self, body: dict[str, Any], step: _Step | None) -> web.Response:
         if step is None:
-            step = _Step("reply", [{"type": "text", "text": self.default_text}])
+            step = _Step("reply", [{"type": "text", "text": self._default_for(body)}])
         content = step.content
         if isinstance(content, tuple):
             content = _cite(body, content[1])

@@ -104,5 +104,5 @@ def test_capture_writes_every_confirmed_watched_log_once_and_survives_a_restart(
     truth = [json.loads(line) for line in
              (chain_dir / "ground_truth.jsonl").read_text().splitlines()]
     assert truth[0]["regime"] == "calm"
-    assert truth[0]["block_number"] == second.market.first_block
+    assert truth[0]["block_number"] == second.market.first_block + 3  # after wallet funding
     assert [t["golem_time"] for t in truth] == sorted(t["golem_time"] for t in truth)

@@ -12,15 +12,16 @@ from typing import Any
 
 import anyio
 
-from golem.chain.capture import Escalation, GammaCapture
+from golem.chain.capture import GammaCapture
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
 from golem.cognition.ledger import SpendLedger
 from golem.cognition.model import LEDGER_FILE
 from golem.config import load_config
 from golem.logging import configure_logging
 from golem.runtime.daemon import Daemon, SetupContext
-from golem.runtime.handlers import HandlerRegistry, TickContext, TickCounters
+from golem.runtime.handlers import HandlerRegistry
 from golem.status import collect_status, render_status
+from golem.testing.handlers import Escalator
 from golem.testing.messages_server import MessagesServer, approx_tokens, prompt_elements
 from golem.wiring import setup
 
@@ -64,19 +65,6 @@ def prefix_tokens(body: dict[str, Any]) -> int:
     return sum(approx_tokens(text) for text, _ in prompt_elements(cut))
 
 
-class Escalator:
-    """Gamma's stand-in stimulus: one very curious escalation per tick, so Theta calls the
-    strong tier every tick (the simulated market escalates a few events an hour)."""
-
-    name = "test-escalator"
-
-    def __init__(self) -> None:
-        self.capture: GammaCapture | None = None
-
-    async def __call__(self, ctx: TickContext) -> TickCounters | None:
-        assert self.capture is not None
-        self.capture.escalations.append(Escalation(f"missing-{ctx.tick}", 0.95, "test"))
-        return None
 
 
 def test_theta_calls_the_model_with_cached_prefixes_citations_and_a_ledger(

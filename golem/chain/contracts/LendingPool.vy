@@ -36,6 +36,12 @@ event Repay:
     amount: uint256
     useATokens: bool
 
+event Withdraw:
+    reserve: indexed(address)
+    user: indexed(address)
+    to: indexed(address)
+    amount: uint256
+
 event LiquidationCall:
     collateralAsset: indexed(address)
     debtAsset: indexed(address)
@@ -114,6 +120,31 @@ def supply(asset: address, amount: uint256, onBehalfOf: address, referralCode: u
         reserve=asset, user=msg.sender, onBehalfOf=onBehalfOf, amount=amount,
         referralCode=referralCode,
     )
+
+
+@external
+def withdraw(asset: address, amount: uint256, to: address) -> uint256:
+    """@notice Return the caller's supply (max_value(uint256): all of it, as in Aave);
+               collateral only while the health factor stays at or above 1."""
+    taken: uint256 = amount
+    if asset == self.collateralAsset:
+        if taken == max_value(uint256):
+            taken = self.collateralOf[msg.sender]
+        assert taken > 0, "zero amount"
+        assert taken <= self.collateralOf[msg.sender], "exceeds supply"
+        self.collateralOf[msg.sender] -= taken
+        threshold: uint256 = self._collateralValue(msg.sender) * LIQUIDATION_THRESHOLD_BPS
+        assert threshold >= self._debtValue(msg.sender) * BPS, "health factor below 1"
+    else:
+        assert asset == self.debtAsset, "unknown asset"
+        if taken == max_value(uint256):
+            taken = self.liquidityOf[msg.sender]
+        assert taken > 0, "zero amount"
+        assert taken <= self.liquidityOf[msg.sender], "exceeds supply"
+        self.liquidityOf[msg.sender] -= taken
+    assert extcall IERC20(asset).transfer(to, taken)
+    log Withdraw(reserve=asset, user=msg.sender, to=to, amount=taken)
+    return taken
 
 
 @external
