@@ -11,7 +11,7 @@ vitality, whose phase feeds Theta's policy, tier routing and token budget.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +22,13 @@ from golem.runtime.handlers import HandlerRegistry, TickHandler
 if TYPE_CHECKING:
     from golem.chain.capture import GammaCapture
     from golem.chain.execution import Executor
+    from golem.chain.source import SimulatedSource
+    from golem.cognition.cage import Cage
     from golem.cognition.model import ModelCognition
     from golem.governor.categories import Phase
     from golem.grimoire.grimoire import Grimoire
     from golem.mortality.die import DeathKeeper
+    from golem.mortality.thanatopsis import Settle
     from golem.mortality.vitality_check import VitalityCheck
 
 # What each loop will do once its part exists; shown by `golem status`.
@@ -109,14 +112,8 @@ def _open_death(ctx: SetupContext, grimoire: Grimoire, model: ModelCognition | N
     wallet's positions on chain (nothing to settle without an executor or in a dry run)."""
     from golem.mortality.die import open_death_keeper  # noqa: PLC0415
 
-    settle = None
-    if executor is not None and not executor.dry_run:
-        live = executor
-
-        async def settle_positions() -> dict[str, Any]:
-            return await live.settle(ctx.clock.now())
-        settle = settle_positions
-    return open_death_keeper(ctx, grimoire, model, settle=settle)
+    return open_death_keeper(ctx, grimoire, model,
+                             settle=settle_with(executor, ctx.clock.now))
 
 
 async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
@@ -174,7 +171,6 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     and Settle."""
     import anyio.to_thread  # noqa: PLC0415
 
-    from golem.cognition.cage import Cage  # noqa: PLC0415
     from golem.cognition.journal import DecisionJournal  # noqa: PLC0415
     from golem.cognition.theta import ThetaCycle  # noqa: PLC0415
     from golem.governor.governor import ContextGovernor  # noqa: PLC0415
@@ -190,29 +186,11 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     finally:
         state.close()
     stack.callback(policies.close)
-    cfg = ctx.config.cage
-    contracts = cfg.allowed_contracts or (tuple(capture.watch.addresses) if capture else ())
-    cage = Cage(frozenset(contracts), frozenset(cfg.allowed_assets), cfg.max_notional_usd,
-                cfg.max_position_usd, cfg.max_drawdown, cfg.max_approval)
+    watched = tuple(capture.watch.addresses) if capture else ()
+    cage = build_cage(ctx.config, watched)
     governor = ContextGovernor(grimoire, ctx.config.theta_context.total_budget)
-    executor = None
-    if ctx.config.actions.enabled and capture is not None:
-        import os  # noqa: PLC0415
-
-        from golem.chain.execution import open_executor, open_rpc_executor  # noqa: PLC0415
-
-        source = capture.market
-        executor = await anyio.to_thread.run_sync(lambda: open_executor(
-            ctx.config, source, cage, grimoire, now=ctx.clock.now(), environ=os.environ)
-            if source is not None else open_rpc_executor(ctx.config, cage, grimoire,
-                                                         environ=os.environ))
-    if executor is not None:
-        stack.callback(executor.book.close)
-        from golem.mortality.death import accepting_new_positions  # noqa: PLC0415
-
-        data_dir = ctx.config.data_dir
-        # from the death protocol's Acceptance on, no new positions
-        executor.accepting = lambda: accepting_new_positions(data_dir)
+    executor = await open_actions(ctx.config, stack, grimoire, cage, source=capture.market,
+                                  now=ctx.clock.now) if capture is not None else None
     ctx.registry.register("theta", ThetaCycle(
         governor, journal, policies, cage, capture, ctx.events,
         loop2_every=ctx.config.theta_context.loop2_every, model=model,
@@ -220,3 +198,77 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
         executor=executor))
     return executor
 
+
+def build_cage(config: Config, watched: Sequence[str]) -> Cage:
+    """The policy cage; with no allowed_contracts, the contracts capture watches."""
+    from golem.cognition.cage import Cage  # noqa: PLC0415
+
+    cfg = config.cage
+    return Cage(frozenset(cfg.allowed_contracts or watched), frozenset(cfg.allowed_assets),
+                cfg.max_notional_usd, cfg.max_position_usd, cfg.max_drawdown, cfg.max_approval)
+
+
+async def open_actions(config: Config, stack: AsyncExitStack, grimoire: Grimoire, cage: Cage,
+                       *, source: SimulatedSource | None,
+                       now: Callable[[], float]) -> Executor | None:
+    """The executor (actions.enabled): on the simulated market when there is one, else over
+    RPC with actions.market_file; None when it cannot act (the reason is logged)."""
+    if not config.actions.enabled:
+        return None
+    import os  # noqa: PLC0415
+
+    import anyio.to_thread  # noqa: PLC0415
+
+    from golem.chain.execution import open_executor, open_rpc_executor  # noqa: PLC0415
+    from golem.mortality.death import accepting_new_positions  # noqa: PLC0415
+
+    executor = await anyio.to_thread.run_sync(lambda: open_executor(
+        config, source, cage, grimoire, now=now(), environ=os.environ)
+        if source is not None else open_rpc_executor(config, cage, grimoire,
+                                                     environ=os.environ))
+    if executor is not None:
+        stack.callback(executor.book.close)
+        data_dir = config.data_dir
+        # from the death protocol's Acceptance on, no new positions
+        executor.accepting = lambda: accepting_new_positions(data_dir)
+    return executor
+
+
+def settle_with(executor: Executor | None, now: Callable[[], float]) -> Settle | None:
+    """Thanatopsis' Settle: every position back to USDC on chain (None: nothing can settle,
+    no executor or a dry run)."""
+    if executor is None or executor.dry_run:
+        return None
+    live = executor
+
+    async def settle_positions() -> dict[str, Any]:
+        return await live.settle(now())
+    return settle_positions
+
+
+async def open_settle(config: Config, stack: AsyncExitStack, grimoire: Grimoire,
+                      now: Callable[[], float]) -> Settle | None:
+    """Settle for `golem die` with no daemon running: the simulated chain is rebuilt from its
+    journal first (about 0.15 s per journalled market step), a node is used as it is."""
+    if not config.actions.enabled or config.dry_run or config.chain.mode == "off":
+        return None
+    import anyio.to_thread  # noqa: PLC0415
+
+    source = None
+    watched: tuple[str, ...] = tuple(config.chain.rpc.addresses)
+    if config.chain.mode == "simulated":
+        from golem.chain.cursor import CaptureStore  # noqa: PLC0415
+        from golem.chain.source import SimulatedSource  # noqa: PLC0415
+
+        if not (config.data_dir / "chain").exists():
+            return None  # it never ran on a chain: nothing was ever bought
+        store = await anyio.to_thread.run_sync(CaptureStore.open, config.data_dir / "chain")
+        stack.callback(store.close)
+        if store.sim_meta("seed") is None:
+            return None
+        source = await anyio.to_thread.run_sync(
+            SimulatedSource.create, config.golem.seed, config.clock.start.timestamp(), store)
+        watched = tuple(source.watch.addresses)
+    executor = await open_actions(config, stack, grimoire, build_cage(config, watched),
+                                  source=source, now=now)
+    return settle_with(executor, now)

@@ -152,7 +152,7 @@ def _request(config: Config, reason: str, out: TextIO) -> int:
 async def _die_here(config: Config, reason: str) -> DeathRecord:
     """Open what the protocol needs (Grimoire, model if configured, event log), die, close."""
     from golem.grimoire.grimoire import Grimoire  # noqa: PLC0415 - heavy, only when dying
-    from golem.wiring import open_model  # noqa: PLC0415
+    from golem.wiring import open_model, open_settle  # noqa: PLC0415
 
     now = await anyio.to_thread.run_sync(cli_golem_now, config)
     events_log = EventLog(config.data_dir / EVENTS_FILE, config.events.max_bytes,
@@ -162,7 +162,8 @@ async def _die_here(config: Config, reason: str) -> DeathRecord:
         grimoire = await Grimoire.open(config, now=now, events=bus)
         stack.push_async_callback(grimoire.close)
         model = open_model(config, stack, grimoire, now)
-        services = DeathServices(config, grimoire, now, bus, model,
+        settle = await open_settle(config, stack, grimoire, now)  # rebuilds a simulated chain
+        services = DeathServices(config, grimoire, now, bus, model, settle,
                                  vault_export=exporter(config))
         try:
             return await run_protocol(services, reason, "operator")
