@@ -167,7 +167,9 @@ def render_text(t: Testament) -> str:
              f"  parent testament: {t.parent_testament_id or 'none (first of its line)'}",
              f"  died at {t.died_at:.0f} (golem time), cause: {t.cause}",
              f"  reflection by {t.reflection_source}; {len(t.entries)} of at most "
-             f"{t.max_entries} entries (" + ", ".join(f"{k} {v}" for k, v in c.items()) + ")",
+             f"{t.max_entries} entries (" + ", ".join(f"{k} {v}" for k, v in c.items()
+                                                     if k != "bloodstains" and v)
+             + f"); {c['bloodstains']} carry the bloodstain flag",
              ""]
     for key, heading in REFLECTION_CATEGORIES.items():
         items = t.reflection.get(key, [])
