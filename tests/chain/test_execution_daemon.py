@@ -80,6 +80,7 @@ def test_model_decisions_are_executed_and_the_key_never_leaks(tmp_path: Path) ->
         configure_logging("debug", "json", logs)
         assert anyio.run(daemon.run, backend_options={"use_uvloop": True}) == 0
         bodies = [json.dumps(r.body) + json.dumps(dict(r.headers)) for r in api.requests]
+        requests = list(api.requests)
 
     assert bodies
     theta = daemon.loops[1].counters
@@ -127,3 +128,8 @@ def test_model_decisions_are_executed_and_the_key_never_leaks(tmp_path: Path) ->
     assert "action executed" in logs.getvalue()
     for text in (logs.getvalue(), *bodies):
         assert not any(n in text for n in needles)
+    # the model API key too: only the request headers may carry it
+    api_secret = api_key.read_text().strip()
+    assert not any(api_secret.encode() in f.read_bytes() for f in files)
+    assert api_secret not in logs.getvalue()
+    assert all(api_secret not in json.dumps(r.body) for r in requests)
