@@ -160,6 +160,11 @@ def open_model(config: Config, stack: AsyncExitStack, grimoire: Grimoire,
     model = ModelCognition.open(config.cognition, load_api_key(config),
                                 config.data_dir / "cognition" / LEDGER_FILE, grimoire, now)
     stack.push_async_callback(model.aclose)
+    if config.mortality.enabled:  # the death reserve is ring-fenced from normal life
+        from golem.mortality.death import death_reserve_usd  # noqa: PLC0415
+
+        model.ledger.limit_life(config.mortality.starting_budget_usd
+                                - death_reserve_usd(config.mortality))
     return model
 
 

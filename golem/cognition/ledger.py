@@ -151,6 +151,14 @@ class SpendLedger:
         """Let RESERVE_PURPOSE calls spend up to ``reserve_usd`` past the normal caps."""
         self._death_reserve = _micro(max(0.0, reserve_usd))
 
+    def limit_life(self, usd: float) -> None:
+        """Normal life may spend at most ``usd`` over the golem's life (its starting budget
+        less the death reserve): the reserve is left for the death protocol alone."""
+        cap = _micro(max(0.0, usd))
+        assert cap is not None
+        if self._lifetime_cap is None or cap < self._lifetime_cap:
+            self._lifetime_cap, self.lifetime_cap_usd = cap, max(0.0, usd)
+
     def price(self, model: str) -> ModelPrice:
         try:
             return self.prices[model]

@@ -170,7 +170,7 @@ class ConsolidationEngine:
             def learn() -> tuple[list[clusters.Cluster], list[FactCandidate]]:
                 groups = clusters.cluster([(e.id, e.protocol, e.payload) for e in replayed],
                                           vectors, p.cluster_threshold)
-                return groups, extract.extract(replayed, recent, window, p.extract,
+                return groups, extract.extract(recent, window, p.extract,
                                                p.seed + tick)
 
             groups, found = await anyio.to_thread.run_sync(learn)

@@ -1,10 +1,14 @@
 """Candidate facts of every kind from one replay set, and how a repeat merges.
 
-Which episodes feed what: sizes, anti-knowledge and procedural facts use the whole
-replay set (recent and replayed old episodes alike; replay is meant to strengthen
-what recurs). Rates, causal lags and timing patterns need complete time series, so
-they use only the recent window (every episode captured since the last run), never
-the priority-sampled old ones, whose gaps in time would fake low rates.
+Which episodes feed what: every fact is measured on the recent window (every
+episode verified since the last run), never on replayed old episodes. Sizes,
+anti-knowledge and procedural facts pool their counts with the stored fact, so an
+episode must be counted once: replaying an old one again would add it twice (a
+swap counted in every run that replays it). Rates, causal lags and timing patterns
+need complete time series anyway; priority-sampled old episodes have gaps that
+would fake low rates. What recurs is strengthened by recurring in new data: the
+same key reinforces the stored entry. Replayed old episodes still feed clustering,
+model-assisted insights and dreams.
 
 The revert and strategy-outcome episode conventions live in facts.py. Pure.
 """
@@ -42,13 +46,13 @@ def chain_events(episodes: Sequence[Episode]) -> list[Episode]:
     return [e for e in episodes if e.category not in own]
 
 
-def extract(replayed: Sequence[Episode], recent: Sequence[Episode], window: tuple[float, float],
-            params: ExtractParams, seed: int) -> list[FactCandidate]:
+def extract(recent: Sequence[Episode], window: tuple[float, float], params: ExtractParams,
+            seed: int) -> list[FactCandidate]:
     """All candidates; keys are unique (the first of a duplicate key wins)."""
     start, end = window
-    market, window_market = chain_events(replayed), chain_events(recent)
+    window_market = chain_events(recent)
     out: list[FactCandidate] = []
-    out += baselines.size_baselines(market, params.min_samples)
+    out += baselines.size_baselines(window_market, params.min_samples)
     out += baselines.rate_baselines(window_market, start, end, params.rate_bin_s,
                                     params.min_rate_bins)
     out += causal.causal_relations(window_market, start, end, params.causal_params, seed)
@@ -59,8 +63,8 @@ def extract(replayed: Sequence[Episode], recent: Sequence[Episode], window: tupl
                                min_z=params.pattern_min_z)
         if found is not None:
             out.append(found)
-    out += facts.anti_knowledge(replayed, params.min_reverts, params.min_revert_share)
-    out += facts.procedural(replayed, params.min_outcomes)
+    out += facts.anti_knowledge(recent, params.min_reverts, params.min_revert_share)
+    out += facts.procedural(recent, params.min_outcomes)
     unique: dict[str, FactCandidate] = {}
     for cand in out:
         unique.setdefault(cand.key, cand)

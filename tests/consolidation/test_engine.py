@@ -148,7 +148,7 @@ def test_old_episodes_are_interleaved_into_later_runs(tmp_path: Path,
     now = T0 + 3600
     params = EngineParams()
 
-    async def main() -> tuple[ConsolidationReport, int]:
+    async def main() -> tuple[ConsolidationReport, int, int]:
         g = await Grimoire.open(cfg, now=lambda: now, embedder=embedder)
         try:
             episodes = market()
@@ -161,14 +161,19 @@ def test_old_episodes_are_interleaved_into_later_runs(tmp_path: Path,
             report = await engine.run(tick=2, now=now + 600)
             engine.close()
             old = [await g.get(e.id) for e in episodes[:12]]
-            return report, sum(isinstance(e, Episode) and e.replay_count == 2 for e in old)
+            swap = next(e for e in entries(g)
+                        if e.fact.get("key") == f"baseline|swap_amount0|{POOL_A.lower()}|calm")
+            return (report, sum(isinstance(e, Episode) and e.replay_count == 2 for e in old),
+                    int(swap.fact["n"]))
         finally:
             await g.close()
 
-    report, replayed_twice = run(main)
+    report, replayed_twice, swap_n = run(main)
     assert report.new_episodes == 8
     assert report.replayed == 8 + 12  # batch large enough: every old verified one too
     assert replayed_twice == 12
+    # replaying the 8 old swaps did not count them a second time
+    assert swap_n == 8
 
 
 def test_planted_lag_becomes_a_causal_edge_between_pool_baselines(

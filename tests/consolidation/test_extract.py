@@ -222,8 +222,8 @@ def test_merge_pools_baselines_and_adds_counts() -> None:
 
 def test_extract_keys_are_unique_and_stable() -> None:
     eps = [ep(i, T0 + 60 * i, swap(i + 1)) for i in range(12)]
-    one = extract.extract(eps, eps, (T0, T0 + 720), extract.ExtractParams(), seed=1)
-    two = extract.extract(eps, eps, (T0, T0 + 720), extract.ExtractParams(), seed=1)
+    one = extract.extract(eps, (T0, T0 + 720), extract.ExtractParams(), seed=1)
+    two = extract.extract(eps, (T0, T0 + 720), extract.ExtractParams(), seed=1)
     assert [c.key for c in one] == [c.key for c in two]
     assert len({c.key for c in one}) == len(one)
     assert all(c.fact["key"] == c.key for c in one)

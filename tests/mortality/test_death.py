@@ -154,6 +154,20 @@ def test_the_reserve_channel_passes_spent_caps_up_to_the_reserve(tmp_path: Path)
         assert err.value.cap == "daily"
 
 
+def test_normal_life_never_spends_the_death_reserve(tmp_path: Path) -> None:
+    with SpendLedger(tmp_path / "spend.db", PRICES, lifetime_cap_usd=50.0) as book:
+        book.limit_life(0.05)  # a $0.35 budget less its $0.30 reserve
+        book.limit_life(1.0)  # only ever lowers the cap
+        assert book.lifetime_cap_usd == 0.05
+        rid = book.reserve("strong", 1000, 2000, now=DAY, purpose="theta")  # 0.03375
+        book.settle(rid, TokenUsage(input_tokens=1000, output_tokens=1000), now=DAY)  # 0.018
+        with pytest.raises(BudgetExceeded) as err:
+            book.reserve("strong", 1000, 2000, now=DAY, purpose="theta")
+        assert err.value.cap == "lifetime"
+        book.open_death_reserve(0.30)  # the death protocol still has its reserve
+        book.reserve("strong", 1000, 2000, now=DAY, purpose=RESERVE_PURPOSE)
+
+
 # -- webhook ---------------------------------------------------------------------------------
 
 def test_the_webhook_posts_json_and_reports_failures(tmp_path: Path) -> None:
