@@ -25,11 +25,11 @@ if TYPE_CHECKING:
     from golem.chain.source import SimulatedSource
     from golem.cognition.cage import Cage
     from golem.cognition.model import ModelCognition
-    from golem.governor.categories import Phase
     from golem.grimoire.grimoire import Grimoire
     from golem.mortality.die import DeathKeeper
     from golem.mortality.thanatopsis import Settle
     from golem.mortality.vitality_check import VitalityCheck
+    from golem.mortality.vitality_store import Reading
 
 # What each loop will do once its part exists; shown by `golem status`.
 PLANNED: dict[str, str] = {
@@ -64,7 +64,7 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
         else None
     executor = await _setup_theta(
         ctx, stack, grimoire, capture, model,
-        phase_reader=vitality.store.latest_phase if vitality else None)
+        vitality_reader=vitality.store.latest_reading if vitality else None)
     keeper = _open_death(ctx, grimoire, model, executor)
     # Mortality runs first in a Delta tick, so a failing consolidation stage never stops the
     # golem from ageing or dying; consolidation does not run once it is dead.
@@ -170,7 +170,8 @@ def open_model(config: Config, stack: AsyncExitStack, grimoire: Grimoire,
 
 async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimoire,
                        capture: GammaCapture | None, model: ModelCognition | None, *,
-                       phase_reader: Callable[[], Phase] | None = None) -> Executor | None:
+                       vitality_reader: Callable[[], Reading] | None = None,
+                       ) -> Executor | None:
     """Theta's decision cycle: the Governor, the offline tier, the cage, the journal, and
     (actions.enabled; over RPC with actions.market_file) the executor, returned for vitality
     and Settle."""
@@ -199,7 +200,7 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     ctx.registry.register("theta", ThetaCycle(
         governor, journal, policies, cage, capture, ctx.events,
         loop2_every=ctx.config.theta_context.loop2_every, model=model,
-        t2_curiosity=ctx.config.cognition.t2_curiosity, phase_reader=phase_reader,
+        t2_curiosity=ctx.config.cognition.t2_curiosity, vitality_reader=vitality_reader,
         executor=executor))
     return executor
 

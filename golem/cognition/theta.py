@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from golem.chain.capture import Escalation, GammaCapture
     from golem.chain.execution import Executor
     from golem.cognition.model import ModelCognition
+    from golem.mortality.vitality_store import Reading
 
 log = structlog.get_logger("golem.theta")
 
@@ -126,24 +127,25 @@ class ThetaCycle:
     loop2_every: int = 50
     model: ModelCognition | None = None
     t2_curiosity: float = 0.8
-    # the newest vitality phase (mortality's store); None: Stable (mortality is off)
-    phase_reader: Callable[[], Phase] | None = None
+    # the newest vitality reading (mortality's store); None: mortality is off (Stable, 1.0)
+    vitality_reader: Callable[[], Reading] | None = None
     # carries accepted actions out on chain (golem.chain.execution); None: record only
     executor: Executor | None = None
     name: str = "theta-decision"
     _regime: MarketRegime | None = field(default=None, init=False)
     _frames: Keyframes = field(default_factory=Keyframes, init=False)
     _base_budget: int = field(default=0, init=False)  # the configured (full) budget
-    _phase: Phase = field(default=Phase.STABLE, init=False)  # this tick's, for live state
+    _reading: Reading | None = field(default=None, init=False)  # this tick's, for live state
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
         feed, prices = self._feed()
         escalations = self._drain_escalations()
         escalated = [e.episode_id for e in escalations]
         regime = market_regime(prices)
-        phase = Phase.STABLE
-        if self.phase_reader is not None:  # vitality is on: its phase also sizes the budget
-            phase = self._phase = await anyio.to_thread.run_sync(self.phase_reader)
+        phase, vitality = Phase.STABLE, 1.0
+        if self.vitality_reader is not None:  # mortality is on: the phase sizes the budget
+            self._reading = await anyio.to_thread.run_sync(self.vitality_reader)
+            phase, vitality = self._reading.phase, self._reading.composite
             self._base_budget = self._base_budget or self.grimoire_governor.total_budget
             self.grimoire_governor.total_budget = phase_budget(self._base_budget, phase)
         policy = await anyio.to_thread.run_sync(self.policies.latest)
@@ -153,7 +155,7 @@ class ThetaCycle:
         query = self._query(feed, prices)
         assembly = await self.grimoire_governor.assemble(
             policy, query=query, live=live,
-            escalated_ids=escalated, phase=phase, regime=regime)
+            escalated_ids=escalated, phase=phase, regime=regime, vitality=vitality)
         ws = assembly.workspace
         frame, keyframe, links, share = self._frames.next(ws, phase=phase, regime=regime,
                                                           now=ctx.clock.now())
@@ -301,7 +303,9 @@ class ThetaCycle:
             LiveItem("invariants/cage", Category.INVARIANTS, cage, importance=1.0),
             LiveItem("defi_snapshot", Category.DEFI_SNAPSHOT, snapshot),
             LiveItem("mortality", Category.MORTALITY,
-                     f"Behavioural phase: {self._phase.value}." if self.phase_reader else
+                     f"Vitality {self._reading.composite:.2f}, phase "
+                     f"{self._reading.phase.value}; weakest clock: {self._reading.cause}."
+                     if self._reading else
                      "Mortality disabled: no vitality clock (phase taken as stable)."),
             LiveItem("affect", Category.AFFECT, "Affect: neutral (PAD 0, 0, 0; not built yet)."),
             LiveItem("tool_state", Category.TOOL_STATE,

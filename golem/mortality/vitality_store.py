@@ -54,6 +54,18 @@ _SAMPLE_COLS = ("tick, t, economic, epistemic, stochastic, composite, phase, cau
 
 
 @dataclass(frozen=True)
+class Reading:
+    """What Theta needs of vitality each tick."""
+
+    phase: Phase
+    composite: float
+    cause: str
+
+
+NEWBORN = Reading(Phase.THRIVING, 1.0, "none yet (newborn)")
+
+
+@dataclass(frozen=True)
 class Sample:
     """One Delta tick's vitality. `senescent_streak`: consecutive checks (this one
     included) with predictive fitness below the senescence threshold."""
@@ -106,10 +118,18 @@ class VitalityStore:
         return Sample.from_row(rows[0]) if rows else None
 
     def latest_phase(self) -> Phase:
-        """For Theta: the newest phase (Thriving before the first sample)."""
-        rows = self._read("SELECT phase FROM samples ORDER BY tick DESC LIMIT 1")
-        # a newborn (no sample yet) is at full vitality: every component reads 1.0
-        return Phase(rows[0][0]) if rows else Phase.THRIVING
+        """The newest phase (Thriving before the first sample)."""
+        return self.latest_reading().phase
+
+    def latest_reading(self) -> Reading:
+        """For Theta: the newest phase, vitality and weakest clock. A newborn (no sample
+        yet) is at full vitality: every component reads 1.0."""
+        rows = self._read("SELECT phase, composite, cause FROM samples "
+                          "ORDER BY tick DESC LIMIT 1")
+        if not rows:
+            return NEWBORN
+        phase, composite, cause = rows[0]
+        return Reading(Phase(phase), float(composite), str(cause))
 
     def recent(self, n: int) -> list[Sample]:
         """The newest n samples, oldest first."""

@@ -7,6 +7,7 @@ import io
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -60,3 +61,9 @@ def test_theta_decides_under_the_vitality_phase_and_its_budget(tmp_path: Path) -
     assert all(r["workspace"]["budget"] == phase_budget(total, Phase(r["phase"]))
                for r in records)
     assert {r["workspace"]["budget"] for r in records} >= {total, round(total * 0.6)}
+    # the model sees the reading: vitality, phase and the clock that is running out
+    def mortality(record: dict[str, Any]) -> str:
+        return str(next(i["text"] for i in record["live"] if i["key"] == "mortality"))
+    assert mortality(records[0]).startswith("Vitality 1.00, phase thriving")
+    assert f"phase {records[-1]['phase']}" in mortality(records[-1])
+    assert "Hayflick" in mortality(records[-1])
