@@ -13,7 +13,10 @@ import anyio.to_thread
 from golem.runtime.handlers import TickContext, TickCounters
 
 if TYPE_CHECKING:
+    from contextlib import AsyncExitStack
+
     from golem.chain.capture import GammaCapture
+    from golem.runtime.daemon import Setup, SetupContext
 
 
 @dataclass
@@ -112,3 +115,18 @@ class Escalator:
         self.capture.escalations.append(Escalation(f"escalated-{ctx.tick}", self.curiosity,
                                                    "test"))
         return None
+
+
+def escalating(setup: Setup, escalator: Escalator | None = None) -> Setup:
+    """The build's `setup`, plus an Escalator on Gamma pointed at the real capture."""
+    extra = escalator or Escalator()
+
+    async def wired(ctx: SetupContext, stack: AsyncExitStack) -> None:
+        from golem.chain.capture import GammaCapture  # noqa: PLC0415 - loads the chain stack
+
+        await setup(ctx, stack)
+        capture = ctx.registry.for_loop("gamma")[0]
+        assert isinstance(capture, GammaCapture), "escalating() needs chain capture on"
+        extra.capture = capture
+        ctx.registry.register("gamma", extra)
+    return wired

@@ -7,12 +7,10 @@ import io
 import json
 import secrets
 import sqlite3
-from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
 
-from golem.chain.capture import GammaCapture
 from golem.chain.evm import SimulatedEvm
 from golem.chain.market import deploy_market
 from golem.chain.positions import POSITIONS_DB
@@ -21,9 +19,9 @@ from golem.config import load_config
 from golem.consolidation.facts import OUTCOME_CATEGORY
 from golem.grimoire.grimoire import Grimoire
 from golem.logging import configure_logging
-from golem.runtime.daemon import Daemon, SetupContext
+from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
-from golem.testing.handlers import Escalator
+from golem.testing.handlers import escalating
 from golem.testing.messages_server import MessagesServer
 from golem.wiring import setup
 
@@ -52,14 +50,7 @@ def test_model_decisions_are_executed_and_the_key_never_leaks(tmp_path: Path) ->
                              "asset_out": "WETH", "amount": 1e6, "notional_usd": 2.0,
                              "reason": "more than the wallet holds"}],
                 "referenced": [], "missing_context": []}
-    escalator = Escalator()
-
-    async def wired(ctx: SetupContext, stack: AsyncExitStack) -> None:
-        await setup(ctx, stack)
-        capture = ctx.registry.for_loop("gamma")[0]
-        assert isinstance(capture, GammaCapture)
-        escalator.capture = capture
-        ctx.registry.register("gamma", escalator)
+    wired = escalating(setup)
 
     logs = io.StringIO()
     with MessagesServer(default_text=json.dumps(decision)) as api:

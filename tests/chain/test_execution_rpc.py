@@ -8,14 +8,12 @@ import io
 import json
 import secrets
 import sqlite3
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from golem.chain.capture import GammaCapture
 from golem.chain.compile import load_artifacts
 from golem.chain.evm import ChainError, SimulatedEvm
 from golem.chain.execution import open_rpc_executor
@@ -29,10 +27,10 @@ from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
 from golem.config import Config, load_config
 from golem.errors import ConfigError
 from golem.logging import configure_logging
-from golem.runtime.daemon import Daemon, SetupContext
+from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
 from golem.testing.anvil import AnvilNode
-from golem.testing.handlers import Escalator
+from golem.testing.handlers import escalating
 from golem.testing.messages_server import MessagesServer
 from golem.wiring import setup
 
@@ -99,14 +97,7 @@ def _run(tmp_path: Path, url: str, market: Market, **actions: Any
                 "actions": [{"kind": "swap", "contract": market.pair_weth_usdc,
                              "asset_in": "USDC", "asset_out": "WETH", "amount": 2.0,
                              "notional_usd": 2.0, "reason": "test buy"}]}
-    escalator = Escalator()
-
-    async def wired(ctx: SetupContext, stack: AsyncExitStack) -> None:
-        await setup(ctx, stack)
-        capture = ctx.registry.for_loop("gamma")[0]
-        assert isinstance(capture, GammaCapture)
-        escalator.capture = capture
-        ctx.registry.register("gamma", escalator)
+    wired = escalating(setup)
 
     logs = io.StringIO()
     with MessagesServer(default_text=json.dumps(decision)) as api:

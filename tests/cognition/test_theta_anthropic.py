@@ -6,22 +6,20 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from golem.chain.capture import GammaCapture
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
 from golem.cognition.ledger import SpendLedger
 from golem.cognition.model import LEDGER_FILE
 from golem.config import load_config
 from golem.logging import configure_logging
-from golem.runtime.daemon import Daemon, SetupContext
+from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
 from golem.status import collect_status, render_status
-from golem.testing.handlers import Escalator
+from golem.testing.handlers import escalating
 from golem.testing.messages_server import MessagesServer, approx_tokens, prompt_elements
 from golem.wiring import setup
 
@@ -72,14 +70,7 @@ def test_theta_calls_the_model_with_cached_prefixes_citations_and_a_ledger(
     key_file = tmp_path / "anthropic.key"
     key_file.write_text(KEY)
     key_file.chmod(0o600)
-    escalator = Escalator()
-
-    async def wired(ctx: SetupContext, stack: AsyncExitStack) -> None:
-        await setup(ctx, stack)
-        capture = ctx.registry.for_loop("gamma")[0]
-        assert isinstance(capture, GammaCapture)
-        escalator.capture = capture
-        ctx.registry.register("gamma", escalator)
+    wired = escalating(setup)
 
     with MessagesServer(default_text=json.dumps(DECISION), min_cache_tokens=256) as api:
         api.reply_tool_use("query_grimoire", {"query": "large swaps during a crash"})

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import io
 import json
-from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
 
-from golem.chain.capture import GammaCapture
 from golem.chain.cursor import CaptureStore
 from golem.chain.evm import SimulatedEvm
 from golem.chain.market import deploy_market
@@ -21,9 +19,9 @@ from golem.cli import run_cli
 from golem.config import Config, load_config
 from golem.logging import configure_logging
 from golem.mortality.death import read_death
-from golem.runtime.daemon import Daemon, SetupContext
+from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
-from golem.testing.handlers import Escalator
+from golem.testing.handlers import escalating
 from golem.testing.messages_server import MessagesServer
 from golem.wiring import setup
 
@@ -55,14 +53,7 @@ def test_golem_die_without_a_daemon_settles_on_the_rebuilt_chain(tmp_path: Path)
                              "asset_out": "WETH", "amount": 1.0, "notional_usd": 1.0,
                              "reason": "small buy"}],
                 "referenced": [], "missing_context": []}
-    escalator = Escalator()
-
-    async def wired(ctx: SetupContext, stack: AsyncExitStack) -> None:
-        await setup(ctx, stack)
-        capture = ctx.registry.for_loop("gamma")[0]
-        assert isinstance(capture, GammaCapture)
-        escalator.capture = capture
-        ctx.registry.register("gamma", escalator)
+    wired = escalating(setup)
 
     with MessagesServer(default_text=json.dumps(decision)) as api:
         path = tmp_path / "golem.toml"

@@ -12,13 +12,11 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
-from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
 import pytest
 
-from golem.chain.capture import GammaCapture
 from golem.chain.cursor import CaptureStore
 from golem.chain.evm import SimulatedEvm
 from golem.chain.market import deploy_market
@@ -31,9 +29,9 @@ from golem.logging import configure_logging
 from golem.mortality.categories import REFLECTION_CATEGORIES
 from golem.mortality.death import EXIT_DEAD, read_death
 from golem.mortality.testament import load_testament
-from golem.runtime.daemon import Daemon, SetupContext
+from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
-from golem.testing.handlers import Escalator
+from golem.testing.handlers import escalating
 from golem.testing.messages_server import MessagesServer
 from golem.testing.webhook_receiver import WebhookReceiver
 from golem.wiring import setup
@@ -59,14 +57,7 @@ def test_a_golem_trades_pays_declines_dies_and_leaves_a_testament(tmp_path: Path
                 "referenced": [], "missing_context": []}
     reflection = {key: [f"{title}: the model's honest line."]
                   for key, title in REFLECTION_CATEGORIES.items()}
-    escalator = Escalator()
-
-    async def wired(ctx: SetupContext, stack: AsyncExitStack) -> None:
-        await setup(ctx, stack)
-        capture = ctx.registry.for_loop("gamma")[0]
-        assert isinstance(capture, GammaCapture)
-        escalator.capture = capture
-        ctx.registry.register("gamma", escalator)
+    wired = escalating(setup)
 
     with MessagesServer(default_text=json.dumps(decision)) as api, WebhookReceiver() as hook:
         api.reply_when("death reflection", json.dumps(reflection))
