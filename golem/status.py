@@ -45,6 +45,7 @@ def collect_status(config: Config) -> dict[str, Any]:
         "vitality": None,
         "mortality": "enabled" if config.mortality.enabled else "disabled",
         "chain": _chain(config),
+        "actions": actions_mode(config),
         "theta": journal_latest(data_dir) if data_dir.exists() else None,
         "policy": None,
         "delta": delta_status(data_dir) if data_dir.exists() else None,
@@ -93,6 +94,22 @@ def _policy(store: StateStore) -> dict[str, Any] | None:
     if row is None:
         return {"revision": 0, "learnt_at": None}
     return {"revision": row[0], "learnt_at": iso(row[1])}
+
+
+def actions_mode(config: Config) -> str:
+    """Whether accepted decisions act, as configured (the start-up log says if a key or the
+    node stopped an RPC executor from opening)."""
+    if not config.actions.enabled:
+        return "off: decisions are recorded, nothing is signed (actions.enabled = false)"
+    if config.chain.mode == "off":
+        return "none: no chain (chain.mode = \"off\")"
+    if config.chain.mode == "rpc" and not config.actions.market_file:
+        return "recorded only: no actions.market_file names the venues"
+    if config.dry_run:
+        return "dry run: each accepted action is planned and recorded, nothing is signed or sent"
+    where = "the simulated chain" if config.chain.mode == "simulated" else \
+        redact_url(config.chain.rpc.url)
+    return f"executed: signed and sent to {where}, the policy cage checked before signing"
 
 
 def _chain(config: Config) -> dict[str, Any]:
@@ -158,6 +175,7 @@ def render_status(report: dict[str, Any]) -> str:
         if stop and not report["running"]:
             lines.append(f"  last stop  {stop.get('reason')}")
     lines.extend(_vitality_lines(report))
+    lines.append(f"  actions    {report['actions']}")
     lines.extend(_lineage_lines(report.get("lineage"), report.get("wallet")))
     lines.extend(_death_lines(report.get("death")))
     chain = report["chain"]

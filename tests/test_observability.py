@@ -9,10 +9,12 @@ from pathlib import Path
 
 import structlog
 
+from golem.config import parse_config
 from golem.events import EventBus, EventLog, RuntimeStopping, TickCompleted, TickFailed
 from golem.logging import configure_logging
 from golem.redact import REDACTED, redact, redact_url
 from golem.runtime.handlers import HandlerRegistry
+from golem.status import actions_mode
 from golem.testing.handlers import FailingHandler
 
 from .conftest import run_daemon, run_golem
@@ -162,3 +164,22 @@ def test_uncreatable_data_dir_is_one_clear_line(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         f"golem: error: cannot create data dir {tmp_path}/afile/data: Not a directory"]
+
+
+def test_status_says_whether_actions_act() -> None:
+    rpc = ('[chain]\nmode = "rpc"\n[chain.rpc]\nurl = "https://node.example/v3/9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c"\n'
+           'addresses = ["0x00000000000000000000000000000000000000aa"]\n')
+    modes = {
+        "": "executed: signed and sent to the simulated chain",
+        "[actions]\nenabled = false\n": "off:",
+        "[actions]\ndry_run = true\n": "dry run:",
+        '[chain]\nmode = "off"\n': "none:",
+        rpc: "recorded only: no actions.market_file",
+        rpc + '[actions]\nmarket_file = "m.json"\n': "dry run:",
+        rpc + '[actions]\nmarket_file = "m.json"\ndry_run = false\n': "executed: signed and "
+                                                                         "sent to https://",
+    }
+    for text, expected in modes.items():
+        said = actions_mode(parse_config(text))
+        assert said.startswith(expected), (text, said)
+        assert "9f2c4e6a" not in said  # the node URL is redacted like everywhere else
