@@ -61,19 +61,27 @@ class RpcEvm(Web3Evm):
             raise ChainError(f"{method} failed: {exc}") from exc
 
     def _receipt(self, tx_hash: Any) -> Any:
-        """Poll briefly: anvil can answer eth_sendTransaction before its miner is done."""
-        deadline = time.monotonic() + self.timeout
-        delay = 0.001
+        """Poll until the receipt is there or `_receipt_window()` seconds have passed."""
+        deadline = time.monotonic() + self._receipt_window()
+        polls = 0
         while True:
             try:
                 return self.w3.eth.get_transaction_receipt(tx_hash)
             except TransactionNotFound:
                 if time.monotonic() > deadline:
                     raise
-            if delay == 0.001:
+            if polls == 0:
                 self.receipt_waits += 1
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
+            time.sleep(self._poll_delay(polls))
+            polls += 1
+
+    def _receipt_window(self) -> float:
+        return self.timeout
+
+    @staticmethod
+    def _poll_delay(polls: int) -> float:
+        """Briefly: anvil can answer eth_sendTransaction before its miner is done."""
+        return min(0.001 * 2.0**min(polls, 10), 0.05)
 
     def _stamp_pending(self) -> None:
         self._rpc("evm_setNextBlockTimestamp", self._next_block_time())
@@ -122,19 +130,13 @@ class NodeEvm(RpcEvm):
     def _stamp_pending(self) -> None:
         """The node stamps its own blocks."""
 
-    def _receipt(self, tx_hash: Any) -> Any:
-        deadline = time.monotonic() + self.receipt_timeout
-        polls = 0
-        while True:
-            try:
-                return self.w3.eth.get_transaction_receipt(tx_hash)
-            except TransactionNotFound:
-                if time.monotonic() > deadline:
-                    raise
-            if polls == 0:
-                self.receipt_waits += 1
-            polls += 1
-            time.sleep(0.05 if polls < 20 else 1.0)
+    def _receipt_window(self) -> float:
+        return self.receipt_timeout
+
+    @staticmethod
+    def _poll_delay(polls: int) -> float:
+        """A real chain mines the transaction in the next block, seconds away."""
+        return 0.05 if polls < 19 else 1.0
 
     def mine(self) -> Head:
         raise ChainError("a node mines its own blocks (NodeEvm cannot mine)")

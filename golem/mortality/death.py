@@ -58,20 +58,21 @@ def write_json_atomic(path: Path, data: Any) -> None:
     atomic_write(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path, error: type[GolemError] = GolemError) -> dict[str, Any] | None:
+    """A small JSON state file (None when absent); `error` when unreadable or not an object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise GolemError(f"{path} is unreadable: {exc}") from None
+        raise error(f"{path} is unreadable: {exc}") from None
     if not isinstance(data, dict):
-        raise GolemError(f"{path} is not a JSON object")
+        raise error(f"{path} is not a JSON object")
     return data
 
 
 def read_death(data_dir: Path) -> DeathRecord | None:
-    data = _read_json(data_dir / DEAD_FILE)
+    data = read_json(data_dir / DEAD_FILE)
     if data is None:
         return None
     try:
@@ -100,7 +101,7 @@ def mark_dying(data_dir: Path, cause: str, since: float) -> None:
 
 
 def dying(data_dir: Path) -> dict[str, Any] | None:
-    return _read_json(data_dir / MORTALITY_DIR / DYING_FILE)
+    return read_json(data_dir / MORTALITY_DIR / DYING_FILE)
 
 
 def accepting_new_positions(data_dir: Path) -> bool:
@@ -121,7 +122,7 @@ def request_death(data_dir: Path, reason: str, requested_at: float) -> Path:
 
 def pending_request(data_dir: Path) -> str | None:
     """The reason of a pending operator request, or None (kept until death finishes)."""
-    data = _read_json(data_dir / MORTALITY_DIR / REQUEST_FILE)
+    data = read_json(data_dir / MORTALITY_DIR / REQUEST_FILE)
     if data is None:
         return None
     reason = data.get("reason")

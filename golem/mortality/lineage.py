@@ -9,14 +9,13 @@ gets the same id, and so do its testaments.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from golem.errors import EXIT_CONFIG, GolemError
-from golem.grimoire.memory_file import atomic_write
+from golem.mortality.death import read_json, write_json_atomic
 
 LINEAGE_DIR = "mortality"
 LINEAGE_FILE = "lineage.json"
@@ -100,23 +99,13 @@ class Lineage:
     def load(data_dir: Path) -> Lineage | None:
         """The data dir's lineage, or None for a golem that has not been born here yet."""
         path = lineage_path(data_dir)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise LineageError(f"{path}: cannot read ({exc.strerror})") from None
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise LineageError(f"{path}: not JSON ({exc.msg})") from None
-        return Lineage.from_json(raw, str(path))
+        raw = read_json(path, LineageError)
+        return None if raw is None else Lineage.from_json(raw, str(path))
 
     def save(self, data_dir: Path) -> Path:
         path = lineage_path(data_dir)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        data = json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
-        atomic_write(path, data.encode())
+        write_json_atomic(path, self.to_json())
         return path
 
 
