@@ -16,7 +16,7 @@ from golem.errors import StateError
 from golem.governor.categories import Category, MarketRegime
 from golem.governor.feedback import BetaTable
 from golem.governor.policy import ContextPolicy, default_policy
-from golem.runtime.state import StateStore, durable_write
+from golem.runtime.state import StateStore, connect_shared, durable_write
 
 _TABLES = ("context_policy", "context_beta")
 
@@ -37,7 +37,7 @@ class PolicyStore:
         """Beside an opened StateStore, whose migrations created the tables."""
         path = state.path
         try:
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn = connect_shared(path)
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA busy_timeout=5000")
             have = {r[0] for r in conn.execute(

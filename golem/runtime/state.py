@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
@@ -89,13 +90,31 @@ def read_only_rows(path: Path, what: str, sql: str,
         raise StateError(f"{path}: cannot read {what}: {exc}") from None
 
 
+class SharedConnection(sqlite3.Connection):
+    """A connection the loops' worker threads share. ``durable_write`` holds ``lock`` from
+    BEGIN to COMMIT: without it, Gamma committing its capture cursor while Theta journalled
+    a transaction on the same connection failed Theta's tick ("cannot start a transaction
+    within a transaction")."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lock = threading.RLock()
+
+
+def connect_shared(path: Path) -> SharedConnection:
+    """Autocommit (callers BEGIN IMMEDIATE themselves), usable from worker threads."""
+    conn: SharedConnection = sqlite3.connect(path, isolation_level=None,
+                                             check_same_thread=False, factory=SharedConnection)
+    return conn
+
+
 def connect_durable(path: Path, what: str, schema: str = "") -> sqlite3.Connection:
     """A SQLite connection for state that must survive a crash: WAL, synchronous=FULL,
     autocommit (callers BEGIN IMMEDIATE themselves), usable from worker threads.
     `schema` (idempotent DDL) is applied; failures are StateError naming `what`."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn = connect_shared(path)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         # a WAL file is reused, never shrunk: keep it small after each checkpoint
@@ -241,22 +260,25 @@ class StateStore:
 @contextlib.contextmanager
 def durable_write(conn: sqlite3.Connection, path: Path,
                   what: str = "write") -> Iterator[sqlite3.Connection]:
-    """One BEGIN IMMEDIATE ... COMMIT on an autocommit connection. Any exception rolls
-    back (so the connection is never left inside a transaction); SQLite's own errors
-    come out as StateError naming the file."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.Error as exc:
-        raise StateError(f"{path}: {what} failed: {exc}") from None
-    try:
-        yield conn
-        conn.execute("COMMIT")
-    except BaseException as exc:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.Error):
+    """One BEGIN IMMEDIATE ... COMMIT on an autocommit connection, holding a
+    SharedConnection's lock throughout (other threads' writes wait their turn). Any
+    exception rolls back (so the connection is never left inside a transaction);
+    SQLite's own errors come out as StateError naming the file."""
+    lock = conn.lock if isinstance(conn, SharedConnection) else contextlib.nullcontext()
+    with lock:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
             raise StateError(f"{path}: {what} failed: {exc}") from None
-        raise
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StateError(f"{path}: {what} failed: {exc}") from None
+            raise
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
