@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -416,3 +417,40 @@ def test_unreadable_or_corrupt_stores_raise_store_corrupt(tmp_path: Path,
         manifest.write_bytes(b"garbage")
     with pytest.raises(StoreCorrupt, match=re.escape(str(table))):
         open_store(other, sig)
+
+
+def test_reconnecting_while_searches_run_loses_nothing(tmp_path: Path,
+                                                       sig: ModelSignature) -> None:
+    """Upkeep swaps the LanceDB connection; searches running meanwhile keep working. (Not
+    compaction with zero version retention: it deletes files an older handle may still
+    read, which is why the Grimoire never runs a search beside its upkeep.)"""
+    store = open_store(tmp_path / "ep", sig)
+    rng = np.random.default_rng(21)
+    vectors = unit(rng, 40)
+    store.upsert([make_episode(i) for i in range(40)], vectors)
+    expected = [e.id for e, _ in store.search_vector(vectors[7], 5, ["main"])]
+    errors: list[BaseException] = []
+    found: list[list[str]] = []
+    stop = threading.Event()
+
+    def search() -> None:
+        try:
+            while not stop.is_set():
+                found.append([e.id for e, _ in store.search_vector(vectors[7], 5, ["main"])])
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    worker = threading.Thread(target=search)
+    worker.start()
+    try:
+        for round_ in range(6):
+            store.reconnect()
+            store.upsert([make_episode(100 + round_)], -vectors[7:8])  # never a top hit
+    finally:
+        stop.set()
+        worker.join()
+    store.optimize(older_than_s=0)  # which reconnects too
+    assert errors == []
+    assert found and all(ids == expected for ids in found)
+    assert store.count() == 46
+    assert [e.id for e, _ in store.search_vector(vectors[7], 5, ["main"])] == expected
