@@ -14,6 +14,9 @@ every 6 writes (Theta's pace against Gamma's), and every 60 writes (a Delta tick
     .venv/bin/python benchmarks/episode_maintenance_rss.py [--writes 1200]
 
 Prints one JSON object: per variant, (writes, RSS MB, versions kept) every 200 writes.
+Since 2026-11-22 `optimize()` and `maybe_build_index()` reconnect to LanceDB (a fresh
+session) after their work, which is what brought the "index" curve down; README.md has
+the curves before and after.
 """
 
 from __future__ import annotations
