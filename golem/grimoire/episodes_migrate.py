@@ -1,4 +1,5 @@
-"""Copy every episode into a new table with vectors from another model (the reembed step).
+"""Copy every episode into a new table: re-embedded (reembed), or into the current row
+layout (a store written by an older version).
 
 The new table is not live until the store's pointer file names it, so a failure
 or a crash here leaves the old store untouched; the caller removes the copy.
@@ -6,6 +7,7 @@ or a crash here leaves the old store untouched; the caller removes the copy.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -13,25 +15,44 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from golem.grimoire.episodes_schema import ROW_COLUMNS, episode_schema, unit_vectors
+from golem.grimoire.episodes_schema import (
+    arrow_vectors,
+    episode_schema,
+    from_row,
+    to_table,
+    unit_vectors,
+)
 from golem.grimoire.errors import GrimoireError, InvalidMemory
+from golem.grimoire.records import Episode, Pad, Provenance, Source
 from golem.grimoire.signature import ModelSignature
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 WRITE_ROWS = 8192  # rows per commit to the new table: few fragments, bounded memory
 
 
-def copy_reembedded(source: Any, new: Any, target: ModelSignature, embed_fn: EmbedFn,
-                    batch_size: int) -> int:
-    """Re-embed all rows of ``source`` into the empty table ``new``; returns rows copied."""
+def current_layout(table: Any) -> bool:
+    """Whether a table has today's row layout (layout 1 had no "record" column)."""
+    return "record" in table.schema.names
+
+
+def copy_episodes(source: Any, new: Any, target: ModelSignature, batch_size: int,
+                  embed_fn: EmbedFn | None = None) -> int:
+    """Copy all rows of ``source`` (either layout) into the empty table ``new`` in today's
+    layout, with vectors from ``embed_fn`` if given (else the stored ones); returns rows
+    copied."""
     schema = episode_schema(target.dim)
+    read = from_row if current_layout(source) else _from_layout1
     expected = int(source.count_rows())
     pending: list[pa.Table] = []
     pending_rows = written = 0
-    for batch in source.search().select(list(ROW_COLUMNS)).to_batches(batch_size):
+    for batch in source.search().to_batches(batch_size):
         if batch.num_rows == 0:
             continue
-        pending.append(_reembedded(pa.Table.from_batches([batch]), target, embed_fn, schema))
+        table = pa.Table.from_batches([batch])
+        episodes = [read(row) for row in table.drop_columns(["vector"]).to_pylist()]
+        vectors = (arrow_vectors(table, target.dim) if embed_fn is None
+                   else _embedded(episodes, target, embed_fn))
+        pending.append(to_table(episodes, vectors, target.id, schema))
         pending_rows += batch.num_rows
         if pending_rows >= WRITE_ROWS:
             new.add(pa.concat_tables(pending))
@@ -41,22 +62,33 @@ def copy_reembedded(source: Any, new: Any, target: ModelSignature, embed_fn: Emb
         new.add(pa.concat_tables(pending))
         written += pending_rows
     if written != expected or int(new.count_rows()) != expected:
-        raise GrimoireError(f"reembed: copied {written} of {expected} rows")
+        raise GrimoireError(f"episode copy: copied {written} of {expected} rows")
     # Nobody else reads the new table yet: keep only its last version (1 ms, not 0: no warning).
     new.optimize(cleanup_older_than=timedelta(milliseconds=1), delete_unverified=True)
     return written
 
 
-def _reembedded(table: pa.Table, target: ModelSignature, embed_fn: EmbedFn,
-                schema: pa.Schema) -> pa.Table:
-    texts = table.column("text").to_pylist()
+def _embedded(episodes: Sequence[Episode], target: ModelSignature,
+              embed_fn: EmbedFn) -> np.ndarray:
+    texts = [e.text for e in episodes]
     try:
-        vectors = unit_vectors(embed_fn(texts), len(texts), target.dim)
+        return unit_vectors(embed_fn(texts), len(texts), target.dim)
     except InvalidMemory as exc:
         raise GrimoireError(f"reembed: embed_fn returned bad vectors: {exc}") from None
-    table = table.set_column(table.schema.get_field_index("signature"), "signature",
-                             pa.array([target.id] * len(texts), pa.string()))
-    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
-    table = table.append_column(schema.field("vector"),
-                                pa.FixedSizeListArray.from_arrays(flat, target.dim))
-    return table.cast(schema)
+
+
+def _from_layout1(row: dict[str, Any]) -> Episode:
+    """A row of layout 1 (one column per field, the payload as a JSON string)."""
+    return Episode(
+        id=row["id"], namespace=row["namespace"], chain_id=row["chain_id"],
+        block_number=row["block_number"], block_hash=row["block_hash"],
+        log_index=row["log_index"], tx_hash=row["tx_hash"], tick=row["tick"],
+        observed_at=row["observed_at"], category=row["category"], protocol=row["protocol"],
+        text=row["text"], payload=json.loads(row["payload"]), curiosity=row["curiosity"],
+        importance=row["importance"], quality_verified=row["quality_verified"],
+        replay_count=row["replay_count"],
+        pad=Pad(row["pad_pleasure"], row["pad_arousal"], row["pad_dominance"]),
+        provenance=Provenance(
+            source=Source(row["prov_source"]), generation=row["prov_generation"],
+            author=row["prov_author"], process=row["prov_process"],
+            bloodstain=row["prov_bloodstain"], verified=row["prov_verified"]))

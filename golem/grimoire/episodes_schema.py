@@ -12,7 +12,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # before lancedb: its Rust warnings bypass our logs
 
@@ -24,38 +24,30 @@ from lancedb.index import FTS, Bitmap, BTree
 from golem.grimoire.errors import InvalidMemory
 from golem.grimoire.records import Episode, Pad, Provenance, Source, finite_unit
 
+# Layout 2: one JSON "record" column holds the whole episode except its text and the
+# fields later writes change; the other columns exist to be filtered, indexed or updated.
+# Reading a row costs ~0.25 ms per column per 30 rows at 100k (whatever the type), so the
+# 27 columns of layout 1 made reading recall's shortlist its slowest step (~7 ms); the
+# five of ROW_COLUMNS take ~3. The filter columns' values are also in the record and never
+# change after a write.
+LAYOUT = 2
 _SCALARS: tuple[tuple[str, pa.DataType, bool], ...] = (
     ("id", pa.string(), False),
     ("namespace", pa.string(), False),
     ("chain_id", pa.int64(), False),
     ("block_number", pa.int64(), False),
-    ("block_hash", pa.string(), False),
-    ("log_index", pa.int64(), False),
-    ("tx_hash", pa.string(), False),
-    ("tick", pa.int64(), False),
     ("observed_at", pa.float64(), False),
     ("category", pa.string(), False),
     ("protocol", pa.string(), True),
     ("text", pa.string(), False),
-    ("payload", pa.string(), False),  # JSON
-    ("curiosity", pa.float64(), False),
     ("importance", pa.float64(), True),
     ("quality_verified", pa.bool_(), False),
     ("replay_count", pa.int64(), False),
-    ("pad_pleasure", pa.float64(), False),
-    ("pad_arousal", pa.float64(), False),
-    ("pad_dominance", pa.float64(), False),
-    ("prov_source", pa.string(), False),
-    ("prov_generation", pa.int64(), False),
-    ("prov_author", pa.string(), False),
-    ("prov_process", pa.string(), False),
-    ("prov_bloodstain", pa.bool_(), False),
-    ("prov_verified", pa.bool_(), False),
-    ("signature", pa.string(), False),  # ModelSignature.id of the vector
+    ("record", pa.string(), False),  # JSON: every immutable field, the vector's signature
 )
-# Every column but the vector: what searches and gets read back.
-ROW_COLUMNS: tuple[str, ...] = tuple(name for name, _, _ in _SCALARS)
 UPDATABLE = {"replay_count", "quality_verified", "importance"}
+# What searches and gets read back to rebuild an Episode (no vector).
+ROW_COLUMNS: tuple[str, ...] = ("record", "text", *sorted(UPDATABLE))
 ID_CHUNK = 1000  # ids per IN (...) statement
 
 
@@ -65,10 +57,22 @@ def episode_schema(dim: int) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _payload_json(episode: Episode) -> str:
+def _record_json(episode: Episode, signature_id: str) -> str:
+    prov = episode.provenance
+    record = {
+        "id": episode.id, "namespace": episode.namespace, "chain_id": episode.chain_id,
+        "block_number": episode.block_number, "block_hash": episode.block_hash,
+        "log_index": episode.log_index, "tx_hash": episode.tx_hash, "tick": episode.tick,
+        "observed_at": float(episode.observed_at), "category": episode.category,
+        "protocol": episode.protocol, "payload": episode.payload,
+        "curiosity": float(episode.curiosity), "pad": list(map(float, episode.pad.as_tuple())),
+        "provenance": {"source": str(prov.source), "generation": prov.generation,
+                       "author": prov.author, "process": prov.process,
+                       "bloodstain": bool(prov.bloodstain), "verified": bool(prov.verified)},
+        "signature": signature_id,
+    }
     try:
-        return json.dumps(episode.payload, sort_keys=True, separators=(",", ":"),
-                          allow_nan=False)
+        return json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidMemory(f"episode {episode.id}: payload is not JSON-safe ({exc})") from None
 
@@ -89,24 +93,40 @@ def _check(episode: Episode) -> None:
 def to_table(episodes: Sequence[Episode], vectors: np.ndarray, signature_id: str,
              schema: pa.Schema) -> pa.Table:
     """Arrow table for a batch of episodes and their (n, dim) float32 vectors."""
-    columns: dict[str, list[Any]] = {name: [] for name in ROW_COLUMNS}
+    columns: dict[str, list[Any]] = {name: [] for name, _, _ in _SCALARS}
     for ep in episodes:
         _check(ep)
-        prov = ep.provenance
-        row = (ep.id, ep.namespace, ep.chain_id, ep.block_number, ep.block_hash, ep.log_index,
-               ep.tx_hash, ep.tick, float(ep.observed_at), ep.category, ep.protocol, ep.text,
-               _payload_json(ep), float(ep.curiosity),
+        row = (ep.id, ep.namespace, ep.chain_id, ep.block_number, float(ep.observed_at),
+               ep.category, ep.protocol, ep.text,
                None if ep.importance is None else float(ep.importance),
-               bool(ep.quality_verified), ep.replay_count, *map(float, ep.pad.as_tuple()),
-               str(prov.source), prov.generation, prov.author, prov.process,
-               bool(prov.bloodstain), bool(prov.verified), signature_id)
-        for name, value in zip(ROW_COLUMNS, row, strict=True):
+               bool(ep.quality_verified), ep.replay_count, _record_json(ep, signature_id))
+        for (name, _, _), value in zip(_SCALARS, row, strict=True):
             columns[name].append(value)
     dim = vectors.shape[1]
-    arrays = [pa.array(columns[name], type=schema.field(name).type) for name in ROW_COLUMNS]
+    arrays = [pa.array(columns[name], type=schema.field(name).type) for name, _, _ in _SCALARS]
     flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
     arrays.append(pa.FixedSizeListArray.from_arrays(flat, dim))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+class Found(NamedTuple):
+    """One search hit, its row not yet decoded: the score is the cosine for a vector
+    search, BM25 for a full-text one."""
+
+    id: str
+    score: float
+    vector: np.ndarray
+    row: dict[str, Any]  # the ROW_COLUMNS values
+
+    def episode(self) -> Episode:
+        return from_row(self.row)
+
+
+def arrow_vectors(table: pa.Table, dim: int) -> np.ndarray:
+    """The (n, dim) float32 matrix of a result's "vector" column, without Python floats."""
+    column = table["vector"].combine_chunks()
+    return np.asarray(column.flatten().to_numpy(zero_copy_only=False),
+                      dtype=np.float32).reshape(-1, dim)
 
 
 def unit_vectors(vectors: np.ndarray, n: int, dim: int) -> np.ndarray:
@@ -121,20 +141,22 @@ def unit_vectors(vectors: np.ndarray, n: int, dim: int) -> np.ndarray:
 
 
 def from_row(row: dict[str, Any]) -> Episode:
-    """Inverse of to_table for one row (the vector, if present, is ignored)."""
+    """Inverse of to_table for one row of ROW_COLUMNS (other keys are ignored)."""
+    record = json.loads(row["record"])
+    prov = record["provenance"]
     return Episode(
-        id=row["id"], namespace=row["namespace"], chain_id=row["chain_id"],
-        block_number=row["block_number"], block_hash=row["block_hash"],
-        log_index=row["log_index"], tx_hash=row["tx_hash"], tick=row["tick"],
-        observed_at=row["observed_at"], category=row["category"], protocol=row["protocol"],
-        text=row["text"], payload=json.loads(row["payload"]), curiosity=row["curiosity"],
-        importance=row["importance"], quality_verified=row["quality_verified"],
-        replay_count=row["replay_count"],
-        pad=Pad(row["pad_pleasure"], row["pad_arousal"], row["pad_dominance"]),
+        id=record["id"], namespace=record["namespace"], chain_id=record["chain_id"],
+        block_number=record["block_number"], block_hash=record["block_hash"],
+        log_index=record["log_index"], tx_hash=record["tx_hash"], tick=record["tick"],
+        observed_at=record["observed_at"], category=record["category"],
+        protocol=record["protocol"], text=row["text"], payload=record["payload"],
+        curiosity=record["curiosity"], importance=row["importance"],
+        quality_verified=row["quality_verified"], replay_count=row["replay_count"],
+        pad=Pad(*record["pad"]),
         provenance=Provenance(
-            source=Source(row["prov_source"]), generation=row["prov_generation"],
-            author=row["prov_author"], process=row["prov_process"],
-            bloodstain=row["prov_bloodstain"], verified=row["prov_verified"]))
+            source=Source(prov["source"]), generation=prov["generation"],
+            author=prov["author"], process=prov["process"],
+            bloodstain=prov["bloodstain"], verified=prov["verified"]))
 
 
 def sql_str(value: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from golem.grimoire.records import (
     Status,
 )
 from golem.grimoire.scoring import ScoreBreakdown
+
+if TYPE_CHECKING:
+    from golem.grimoire.episodes_schema import Found
 
 HitKind = Literal["episode", "entry"]
 
@@ -114,9 +117,8 @@ class RecallRequest:
     filters: RecallFilters
     pad: Pad | None
     now: float
-    # The episode full-text search (id, BM25, row address), started before the query
-    # was embedded.
-    episode_text: Future[list[tuple[str, float, int]]] | None = None
+    # The episode full-text search, started before the query was embedded.
+    episode_text: Future[list[Found]] | None = None
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """How recall works, step by step (runs in the store worker thread).
 
 1. Candidates: a dense (vector) list and a lexical (full-text) list from each store,
-   prefiltered by namespace and the caller's filters.
-   The episode table returns ids only; the rows fusion keeps are read in one take.
-2. Fusion: reciprocal rank fusion of the four lists decides the candidate pool.
+   prefiltered by namespace and the caller's filters, each hit with its cosine. The
+   episode searches bring their rows along undecoded; the semantic store gives ids.
+2. Fusion: reciprocal rank fusion of the four lists decides the candidate pool; only
+   the pool's episodes are decoded and its entries read.
 3. Scoring: every candidate gets the four-factor score (semantic, temporal,
    importance, emotional congruence) times its provenance weight and confidence.
 4. Anti-knowledge close to the query is collected separately and always returned.
@@ -18,9 +19,8 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from golem.grimoire import recall as rc
+from golem.grimoire.episodes_schema import Found
 from golem.grimoire.errors import GrimoireError
 from golem.grimoire.fusion import rrf
 from golem.grimoire.records import EntryType, Pad, SemanticEntry, Status
@@ -31,75 +31,63 @@ from golem.grimoire.scoring import (
     refusal,
     score_candidate,
 )
+from golem.grimoire.semantic import ListHit
+from golem.grimoire.semantic_schema import Filters
 
 if TYPE_CHECKING:
     from golem.grimoire.grimoire import Grimoire
 
 DAY_S = 86400.0
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="golem-recall")
+ANTI_K = 20  # anti-knowledge candidates per list
+ANTI_FILTERS: Filters = ((Status.ACTIVE,), (EntryType.ANTI_KNOWLEDGE,), None, None)
 
 
 def run_recall(g: Grimoire, req: rc.RecallRequest) -> rc.RecallResult:
     cfg = g.cfg
     query, vector, k, namespaces = req.query, req.vector, req.k, req.namespaces
-    filters, pad, now = req.filters, req.pad, req.now
+    f, pad, now = req.filters, req.pad, req.now
     n = max(cfg.candidates, k)
     ns = list(namespaces)
-    pool: dict[str, rc.Candidate] = {}
-    lists: list[list[str]] = []
-
-    def take(kind: rc.HitKind, found: Sequence[tuple[SemanticEntry | str, float]],
-             dense: bool) -> None:
-        """One ranked list: entries come as records, episodes as ids (read later)."""
-        ranked = []
-        for rank, (found_item, score) in enumerate(found, 1):
-            item_id = found_item if isinstance(found_item, str) else found_item.id
-            cand = pool.setdefault(f"{kind}:{item_id}", rc.Candidate(kind, item_id))
-            if not isinstance(found_item, str):
-                cand.record = found_item
-            if dense:
-                cand.dense_rank = rank
-                cand.similarity = score
-            else:
-                cand.lexical_rank = rank
-            ranked.append(cand.key)
-        lists.append(ranked)
-
-    f = filters
+    lists = _Lists()
     # The episode table's two searches run in worker threads (LanceDB releases the GIL)
     # while the semantic store is searched here.
     dense_eps = None
     text_eps = req.episode_text
     if "episode" in f.kinds:
-        dense_eps = _POOL.submit(g.episodes.search_vector_ids, vector, n, ns, since=f.since,
+        dense_eps = _POOL.submit(g.episodes.search_vector_hits, vector, n, ns, since=f.since,
                                  until=f.until, protocol=f.protocol, category=f.category)
         if text_eps is None:
             text_eps = start_episode_text(g, query, n, ns, f)
+    # One pass over the semantic store for the caller's lists and anti-knowledge's: each
+    # entry is read once. Anti-knowledge is always looked for, whatever the filters.
+    wants = [(ANTI_K, ANTI_FILTERS)]
     if "entry" in f.kinds:
-        take("entry", g.semantic.search_vector(
-            vector, n, ns, statuses=f.statuses, entry_types=f.entry_types,
-            memory_types=f.memory_types, min_importance=f.min_importance), dense=True)
-        take("entry", g.semantic.search_text(
-            query, n, ns, statuses=f.statuses, entry_types=f.entry_types,
-            memory_types=f.memory_types, min_importance=f.min_importance), dense=False)
-    # Anti-knowledge needs only the semantic store: look it up while the episode
-    # searches finish (it was ~2 ms on the critical path after scoring).
-    weights = FourFactorWeights.from_config(cfg)
-    anti = _anti_knowledge(g, req, weights)
-    addresses: dict[str, int] = {}
+        wants.append((n, (f.statuses, f.entry_types, f.memory_types, f.min_importance)))
+    (anti_dense, anti_lexical), *entry_lists = g.semantic.search_lists(vector, query, ns, wants)
+    for dense_entries, lexical_entries in entry_lists:
+        lists.take("entry", dense_entries, dense=True)
+        lists.take("entry", lexical_entries, dense=False)
+    anti_pool = _anti_candidates(anti_dense, anti_lexical, cfg.anti_knowledge_relevance)
+    episode_rows: dict[str, Found] = {}
     if dense_eps is not None and text_eps is not None:
         dense, lexical = dense_eps.result(), text_eps.result()
-        take("episode", [(i, similarity) for i, similarity, _ in dense], dense=True)
-        take("episode", [(i, bm25) for i, bm25, _ in lexical], dense=False)
-        addresses = {i: address for i, _, address in [*lexical, *dense]}
+        lists.take("episode", [(hit.id, hit.score, hit.score) for hit in dense], dense=True)
+        # every lexical hit came with its vector: its cosine is exact
+        lists.take("episode", [(hit.id, hit.score, rc.cosine(vector, hit.vector))
+                               for hit in lexical], dense=False)
+        episode_rows = {hit.id: hit for hit in [*lexical, *dense]}
+    pool = lists.pool
 
-    # Fusion decides the pool: only the best-fused candidates are scored in full.
-    fused = rrf(lists)[: max(3 * k, cfg.candidates)]
+    # Fusion decides the pool: only the best-fused candidates are read and scored in full.
+    fused = rrf(lists.ranked)[: max(3 * k, cfg.candidates)]
     shortlist = [pool[key] for key, _ in fused]
     for cand, (_key, score) in zip(shortlist, fused, strict=True):
         cand.fused = score
-    shortlist = _read_episodes(g, vector, shortlist, addresses)
-    _fill_similarity(g, vector, shortlist)
+    shortlist, anti_found = _read(g, shortlist, list(anti_pool.values()), episode_rows)
+    weights = FourFactorWeights.from_config(cfg)
+    anti = sorted((_hit(c, now, pad, weights, cfg.temporal_half_life_s) for c in anti_found),
+                  key=lambda h: (-h.score.final, h.id))
 
     scored = [_hit(c, now, pad, weights, cfg.temporal_half_life_s) for c in shortlist]
     scored.sort(key=lambda h: (-h.score.final, h.id))
@@ -114,40 +102,46 @@ def run_recall(g: Grimoire, req: rc.RecallRequest) -> rc.RecallResult:
                      anti_knowledge=tuple(anti), best_similarity=best or 0.0)
 
 
+class _Lists:
+    """The ranked candidate lists and the one pool of candidates they share."""
+
+    def __init__(self) -> None:
+        self.pool: dict[str, rc.Candidate] = {}
+        self.ranked: list[list[str]] = []
+
+    def take(self, kind: rc.HitKind, found: Sequence[tuple[str, float, float]],
+             dense: bool) -> None:
+        """One ranked list of (id, score, cosine); records are read after fusion."""
+        ranked = []
+        for rank, (item_id, _score, similarity) in enumerate(found, 1):
+            cand = self.pool.setdefault(f"{kind}:{item_id}", rc.Candidate(kind, item_id))
+            cand.similarity = similarity
+            if dense:
+                cand.dense_rank = rank
+            else:
+                cand.lexical_rank = rank
+            ranked.append(cand.key)
+        self.ranked.append(ranked)
+
+
 def start_episode_text(g: Grimoire, query: str, n: int, ns: Sequence[str],
-                       f: rc.RecallFilters) -> Future[list[tuple[str, float, int]]]:
+                       f: rc.RecallFilters) -> Future[list[Found]]:
     """Start the episode full-text search in a worker thread (it needs no query vector)."""
-    return _POOL.submit(g.episodes.search_text_ids, query, n, list(ns),
+    return _POOL.submit(g.episodes.search_text_hits, query, n, list(ns),
                         since=f.since, until=f.until, protocol=f.protocol, category=f.category)
 
 
-def _read_episodes(g: Grimoire, vector: np.ndarray, shortlist: list[rc.Candidate],
-                   addresses: dict[str, int]) -> list[rc.Candidate]:
-    """Read the episodes fusion kept, in one take (the searches returned ids: reading rows
-    costs ~0.3-0.5 ms each, and about half the 60 found are dropped); lexical-only ones get
-    their cosine from the vector read with them. One deleted since the search drops out.
-    Episodes not kept stay unread; a lexical-only one keeps similarity 0, which never
-    hides the best similarity (the refusal test): its cosine is below the dense hits'."""
-    missing = [c for c in shortlist if c.record is None]
-    if not missing:
-        return shortlist
-    found = g.episodes.search_rows([(c.id, addresses[c.id]) for c in missing])
-    for cand in missing:
-        if cand.id in found:
-            cand.record, episode_vector = found[cand.id]
-            if cand.dense_rank is None:
-                cand.similarity = rc.cosine(vector, episode_vector)
-    return [c for c in shortlist if c.record is not None]
-
-
-def _fill_similarity(g: Grimoire, vector: np.ndarray, pool: Sequence[rc.Candidate]) -> None:
-    """Lexical-only semantic entries have no cosine yet: fetch their vectors (in memory)."""
-    missing = [c for c in pool if c.dense_rank is None and c.kind == "entry"]
-    entries = g.semantic.vectors([c.id for c in missing])
-    for cand in missing:
-        vec = entries.get(cand.id)
-        if vec is not None:
-            cand.similarity = rc.cosine(vector, vec)
+def _read(g: Grimoire, shortlist: list[rc.Candidate], anti: list[rc.Candidate],
+          episode_rows: dict[str, Found]) -> tuple[list[rc.Candidate], list[rc.Candidate]]:
+    """Decode the episodes fusion kept (their rows came with the searches) and read the
+    entries kept and the anti-knowledge found. An entry deleted since drops out."""
+    entries = {e.id: e for e in g.semantic.get(
+        [c.id for c in shortlist if c.kind == "entry"] + [c.id for c in anti])}
+    for cand in [*shortlist, *anti]:
+        cand.record = (entries.get(cand.id) if cand.kind == "entry"
+                       else episode_rows[cand.id].episode())
+    return ([c for c in shortlist if c.record is not None],
+            [c for c in anti if c.record is not None])
 
 
 def _hit(c: rc.Candidate, now: float, pad: Pad | None, weights: FourFactorWeights,
@@ -178,30 +172,19 @@ def _hit(c: rc.Candidate, now: float, pad: Pad | None, weights: FourFactorWeight
                   record=record)
 
 
-def _anti_knowledge(g: Grimoire, req: rc.RecallRequest,
-                    weights: FourFactorWeights) -> list[rc.Hit]:
+def _anti_candidates(dense: Sequence[ListHit], lexical: Sequence[ListHit],
+                     relevance: float) -> dict[str, rc.Candidate]:
     """Warnings that bear on the query: similar enough, or matching its words."""
-    cfg = g.cfg
-    query, vector, ns, now, pad = req.query, req.vector, list(req.namespaces), req.now, req.pad
-    statuses, types = (Status.ACTIVE,), (EntryType.ANTI_KNOWLEDGE,)
     pool: dict[str, rc.Candidate] = {}
-    dense = g.semantic.search_vector(vector, 20, ns, statuses=statuses, entry_types=types)
-    for rank, (entry, sim) in enumerate(dense, 1):
-        if sim >= cfg.anti_knowledge_relevance:
-            pool[entry.id] = rc.Candidate("entry", entry.id, entry, similarity=sim,
-                                          dense_rank=rank)
-    lexical = g.semantic.search_text(query, 20, ns, statuses=statuses, entry_types=types)
-    vectors = g.semantic.vectors([e.id for e, _ in lexical if e.id not in pool])
-    for rank, (entry, _score) in enumerate(lexical, 1):
-        cand = pool.get(entry.id)
+    for rank, (entry_id, sim, _) in enumerate(dense, 1):
+        if sim >= relevance:
+            pool[entry_id] = rc.Candidate("entry", entry_id, similarity=sim, dense_rank=rank)
+    for rank, (entry_id, _score, sim) in enumerate(lexical, 1):
+        cand = pool.get(entry_id)
         if cand is None:
-            vec = vectors.get(entry.id)
-            sim = rc.cosine(vector, vec) if vec is not None else 0.0
-            cand = pool[entry.id] = rc.Candidate("entry", entry.id, entry, similarity=sim)
+            cand = pool[entry_id] = rc.Candidate("entry", entry_id, similarity=sim)
         cand.lexical_rank = rank
-    hits = [_hit(c, now, pad, weights, cfg.temporal_half_life_s) for c in pool.values()]
-    hits.sort(key=lambda h: (-h.score.final, h.id))
-    return hits
+    return pool
 
 
 def _record_access(g: Grimoire, hits: Sequence[rc.Hit], now: float, refused: bool) -> None:

@@ -47,7 +47,9 @@ class QuarantineRecord:
 
 
 def record_access(db: SemanticDb, ids: Sequence[str], now: float) -> int:
-    with db.write() as conn:
+    """Access counts feed importance; losing the last few to a power cut is harmless, so
+    this commit skips its fsync (it was ~0.7 ms of every recall)."""
+    with db.write(durable=False) as conn:
         cur = conn.executemany("UPDATE entries SET access_count = access_count + 1, "
                                "last_accessed = ? WHERE id = ?",
                                [(now, i) for i in dict.fromkeys(ids)])

@@ -169,6 +169,22 @@ class VectorCache:
         top = top_k(all_scores, k, all_ids)
         return list(zip(all_ids[top].tolist(), all_scores[top].tolist(), strict=True))
 
+    def cosines(self, query: Vector, ids: Sequence[str], namespaces: Sequence[str],
+                dim: int) -> dict[str, float]:
+        """Cosine of each given id's stored vector (ids not in these namespaces are left out)."""
+        norm = float(np.linalg.norm(query))
+        if norm == 0.0:
+            raise InvalidMemory("query vector: has zero norm")
+        out: dict[str, float] = {}
+        if not ids:
+            return out
+        for namespace in dict.fromkeys(namespaces):
+            matrix = self.matrix(namespace, dim)
+            rows = np.flatnonzero(np.isin(matrix.ids, list(ids)))
+            scores = matrix.unit[rows] @ (query / norm)
+            out.update(zip(matrix.ids[rows].tolist(), scores.tolist(), strict=True))
+        return out
+
     def put(self, entries: Sequence[SemanticEntry], blobs: Sequence[bytes], dim: int) -> None:
         """Bring cached namespace matrices up to date after a committed put."""
         for namespace, matrix in list(self._matrices.items()):

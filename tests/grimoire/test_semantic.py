@@ -286,6 +286,8 @@ def test_record_access_counts_and_stamps(store: SemanticStore) -> None:
     x, y = store.get(["x", "y"])
     assert (x.access_count, x.last_accessed) == (2, 60.0)
     assert (y.access_count, y.last_accessed) == (1, 50.0)
+    # that commit skipped its fsync; every other write still has one (FULL = 2)
+    assert store._db.query("PRAGMA synchronous", ()) == [(2,)]
 
 
 def test_reinforce_raises_confidence_up_to_one(store: SemanticStore) -> None:
