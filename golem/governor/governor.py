@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import anyio
-
 from golem.governor.assembly import AssemblySettings, assemble
 from golem.governor.attention import AttentionInputs, attention_score
 from golem.governor.categories import Category, MarketRegime, Phase
@@ -27,7 +25,6 @@ from golem.grimoire.recall import Hit
 from golem.grimoire.records import EntryType, Episode
 
 RECALL_K = 30
-ESCALATED_EPISODES = 10  # escalated episodes added beside the hits, at most
 MAX_ANTI_KNOWLEDGE = 5  # attached anti-knowledge is hard context: keep it bounded
 
 _ENTRY_CATEGORY: Mapping[EntryType, Category] = {
@@ -99,17 +96,8 @@ class ContextGovernor:
     async def assemble(self, policy: ContextPolicy, *, query: str, live: Sequence[LiveItem],
                        escalated_ids: Sequence[str], phase: Phase, regime: MarketRegime,
                        vitality: float = 1.0) -> Assembly:
-        fetched: list[Episode] = []
-
-        async def fetch_escalated() -> None:  # beside the recall: it was ~10-20 ms after it
-            fetched.extend(await self.grimoire.episodes_by_ids(
-                escalated_ids[:3 * ESCALATED_EPISODES]))
-
-        async with anyio.create_task_group() as tg:
-            if escalated_ids:
-                tg.start_soon(fetch_escalated)
-            result = await self.grimoire.recall(query, k=min(RECALL_K, 10 * policy.retrieval
-                                                             .max_episode_count))
+        result = await self.grimoire.recall(query, k=min(RECALL_K, 10 * policy.retrieval
+                                                         .max_episode_count))
         hits: list[Hit] = [] if result.refused else list(result.hits)
         if not result.refused:  # the most similar anti-knowledge rides along, a few at most
             seen_ids = {x.id for x in hits}
@@ -121,7 +109,7 @@ class ContextGovernor:
                       if h.similarity >= policy.retrieval.similarity_threshold
                       or h.id in escalated or h.is_anti_knowledge]
         seen = {c.id for c in candidates}
-        for episode in [e for e in fetched if e.id not in seen][:ESCALATED_EPISODES]:
+        for episode in await self._episodes([i for i in escalated_ids if i not in seen]):
             candidates.append(Candidate(
                 id=episode.id, category=Category.EPISODES,
                 source=f"grimoire://{episode.namespace}/episode/{episode.id}",
@@ -136,6 +124,9 @@ class ContextGovernor:
         self.previous = workspace
         return Assembly(workspace, allocations, policy.revision,
                         regime in policy.regime_overrides, result.refused)
+
+    async def _episodes(self, ids: Sequence[str]) -> list[Episode]:
+        return await self.grimoire.episodes_by_ids(ids[:10]) if ids else []
 
 
 def _unit(x: float) -> float:

@@ -262,10 +262,8 @@ class Grimoire:
         return await self._store(read)
 
     async def episodes_by_ids(self, ids: Sequence[str]) -> list[Episode]:
-        """This golem's episodes among ``ids`` (unknown ids skipped). An episode read needs
-        no store slot (LanceDB reads are thread-safe; the slot guards the semantic store's
-        connection), so Theta runs it beside its recall instead of after it."""
-        found = await anyio.to_thread.run_sync(self.episodes.get, list(ids))
+        """This golem's episodes among ``ids``, in one store read (unknown ids skipped)."""
+        found = await self._store(self.episodes.get, list(ids))
         return [e for e in found if e.namespace == self.namespace]
 
     async def episode_vectors(self, ids: Sequence[str]) -> dict[str, Any]:
