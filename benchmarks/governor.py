@@ -8,9 +8,8 @@ share and tokens per decision over a simulated run.
    ContextPolicy, Theta's live items and queries shaped like Theta's ``_query`` over a
    synthetic price window, one escalated episode per call (Gamma's escalations). Target:
    p95 <= 50 ms. The recall share (``Grimoire.recall`` and the escalated-episode fetch,
-   timed inside the call; the fetch runs beside the recall, so the two overlap) and the
-   pure ``golem.governor.assembly.assemble`` on the same candidates (timed alone) are
-   reported apart.
+   timed inside the call) and the pure ``golem.governor.assembly.assemble`` on the same
+   candidates (timed alone) are reported apart.
 2. Tokens: the real daemon (``golem.wiring.setup``, simulated market, virtual clock) on
    the same data dir, Theta on the anthropic tier against the caching-emulating
    ``MessagesServer`` (default reply: a valid decision; min cacheable prefix 1024 tokens,
@@ -54,7 +53,6 @@ from golem.config import CognitionSection, load_config, parse_config
 from golem.governor.assembly import AssemblySettings, assemble
 from golem.governor.categories import Category, Phase
 from golem.governor.governor import (
-    ESCALATED_EPISODES,
     Assembly,
     ContextGovernor,
     LiveItem,
@@ -196,7 +194,7 @@ class RecallTap:
         return self.last
 
     async def episodes_by_ids(self, ids: Sequence[str]) -> list[Any]:
-        """The escalated-episode fetch (it runs beside the recall, so their times overlap)."""
+        """The escalated-episode fetch (those not among the recall's hits)."""
         t0 = time.perf_counter()
         records = await self.grimoire.episodes_by_ids(ids)
         self.get_s += time.perf_counter() - t0
@@ -271,8 +269,7 @@ def candidates_of(call: dict[str, Any], policy: ContextPolicy) -> list[Candidate
     out = [hit_candidate(h, 1.0, h.id in escalated) for h in hits
            if h.similarity >= policy.retrieval.similarity_threshold
            or h.id in escalated or h.is_anti_knowledge]
-    seen = {c.id for c in out}
-    for episode in [e for e in call["fetched"] if e.id not in seen][:ESCALATED_EPISODES]:
+    for episode in call["fetched"]:  # the Governor fetched only those not among the hits
         out.append(Candidate(id=episode.id, category=Category.EPISODES,
                              source=f"grimoire://main/episode/{episode.id}",
                              text=episode.text, untrusted=True, score=1.0))
