@@ -27,6 +27,7 @@ from golem.grimoire.contradiction import ContradictionReport
 from golem.grimoire.errors import InvalidMemory
 from golem.grimoire.records import CausalEdge, EntryType, MemoryType, SemanticEntry, Status
 from golem.grimoire.semantic_db import CHUNK, SemanticDb
+from golem.grimoire.semantic_lexicon import Lexicon
 from golem.grimoire.semantic_lifecycle import ForgetRecord, QuarantineRecord
 from golem.grimoire.semantic_schema import (
     FACT_KEY_SQL,
@@ -35,6 +36,7 @@ from golem.grimoire.semantic_schema import (
     SemanticStats,
     entry_row,
     row_entry,
+    tags_text,
     where_clause,
 )
 from golem.grimoire.semantic_vectors import (
@@ -64,6 +66,8 @@ class SemanticStore:
         self.signature_id = signature_id
         self.dim = dim
         self._vectors = VectorCache(db.matrix_rows, str(path))
+        self._tokenizer = semantic_fts.Tokenizer()
+        self._lexicon: Lexicon | None = None  # loaded on the first lexical search of recall
 
     @classmethod
     def open(cls, path: Path, signature_id: str, dim: int) -> SemanticStore:
@@ -79,6 +83,7 @@ class SemanticStore:
 
     def close(self) -> None:
         self._db.close()
+        self._tokenizer.close()
 
     def __enter__(self) -> SemanticStore:
         return self
@@ -98,6 +103,7 @@ class SemanticStore:
         with self._db.write() as conn:
             self._db.upsert(conn, entries, rows)
         self._vectors.put(entries, [row[-2] for row in rows], self.dim)
+        self._lexicon_put(entries)
         return len(rows)
 
     def put_checked(
@@ -125,6 +131,7 @@ class SemanticStore:
                 semantic_lifecycle.log_quarantine(
                     conn, stored, report, entry.created_at if now is None else now)
         self._vectors.put([stored], [row[-2]], self.dim)
+        self._lexicon_put([stored])
         return stored, report
 
     def put_checked_many(
@@ -157,9 +164,11 @@ class SemanticStore:
                                                           entry.created_at)
                     # Cached now so later batch entries are checked against this one.
                     self._vectors.put([stored], [row[-2]], self.dim)
+                    self._lexicon_put([stored])
                     stored_all.append(stored)
         except BaseException:
             self._vectors.clear()  # the cache may hold rows that were rolled back
+            self._lexicon = None
             raise
         return stored_all
 
@@ -262,14 +271,59 @@ class SemanticStore:
         (parsing an entry costs ~26 us; its lists held ~70 per recall). Lexical hits get
         their cosine from the in-memory matrix."""
         query_vector = vector_matrix(vector, 1, self.dim)[0]
-        found = [(self._vectors.search(query_vector, k, namespaces, filters, self.dim),
-                  semantic_fts.search_text_ids(self._db, query, k, namespaces, filters))
-                 for k, filters in wants]
+        lexical = self._lexical_lists(query, namespaces, wants)
+        found = [(self._vectors.search(query_vector, k, namespaces, filters, self.dim), hits)
+                 for (k, filters), hits in zip(wants, lexical, strict=True)]
         lexical_ids = [i for _, lexical in found for i, _ in lexical]
         cosines = self._vectors.cosines(query_vector, lexical_ids, namespaces, self.dim)
         return [([(i, s, s) for i, s in dense],
                  [(i, s, cosines.get(i, 0.0)) for i, s in lexical])
                 for dense, lexical in found]
+
+    def _lexical_lists(self, query: str, namespaces: Sequence[str],
+                       wants: Sequence[tuple[int, Filters]]) -> list[list[tuple[str, float]]]:
+        """search_text's (id, score) top-k for each want, from the in-memory lexicon: one
+        scoring pass for all of them, then each want's filters in rank order."""
+        phrases = self._tokenizer.phrases(query)
+        if phrases is None:  # a word FTS5 splits into a phrase: let FTS5 match it
+            return [semantic_fts.search_text_ids(self._db, query, k, namespaces, filters)
+                    for k, filters in wants]
+        ranked = self._loaded_lexicon().search(phrases) if namespaces else []
+        admits = [self._vectors.admitter(namespaces, filters, self.dim) for _, filters in wants]
+        out: list[list[tuple[str, float]]] = [[] for _ in wants]
+        open_wants = [i for i, (k, _) in enumerate(wants) if k > 0]
+        for entry_id, namespace, score in ranked:
+            if not open_wants:
+                break
+            for i in list(open_wants):
+                if admits[i](namespace, entry_id):
+                    out[i].append((entry_id, score))
+                    if len(out[i]) == wants[i][0]:
+                        open_wants.remove(i)
+        return out
+
+    def _loaded_lexicon(self) -> Lexicon:
+        if self._lexicon is None:
+            rows = self._db.query("SELECT id, namespace, text, tags FROM entries ORDER BY seq",
+                                  ())
+            lexicon = Lexicon()
+            for start in range(0, len(rows), CHUNK):
+                chunk = rows[start:start + CHUNK]
+                texts = self._tokenizer.tokenize([r[2] for r in chunk])
+                tags = self._tokenizer.tokenize([r[3] for r in chunk])
+                lexicon.put((r[0], r[1], t, g) for r, t, g in zip(chunk, texts, tags,
+                                                                  strict=True))
+            self._lexicon = lexicon
+        return self._lexicon
+
+    def _lexicon_put(self, entries: Sequence[SemanticEntry]) -> None:
+        """Keep a loaded lexicon current after a committed put (what entries_fts indexes)."""
+        if self._lexicon is None or not entries:
+            return
+        texts = self._tokenizer.tokenize([e.text for e in entries])
+        tags = self._tokenizer.tokenize([tags_text(e) for e in entries])
+        self._lexicon.put((e.id, e.namespace, t, g) for e, t, g in zip(entries, texts, tags,
+                                                                       strict=True))
 
     # ---- lifecycle -----------------------------------------------------------------
 
@@ -311,6 +365,8 @@ class SemanticStore:
         gone = semantic_lifecycle.forget(self._db, ids, reason, now, hard)
         if hard:
             self._vectors.drop(gone)
+            if self._lexicon is not None:
+                self._lexicon.drop(gone)
         else:
             self._vectors.set_status(gone, Status.PRUNED.value)
         return len(gone)
@@ -348,6 +404,7 @@ class SemanticStore:
                              [(json.dumps(new_signature_id), "signature_id"), (str(dim), "dim")])
         self.signature_id, self.dim = new_signature_id, dim
         self._vectors.clear()
+        self._lexicon = None
         return len(rows)
 
     # ---- causal graph --------------------------------------------------------------

@@ -35,6 +35,8 @@ from golem.grimoire.records import (
 Filters = tuple[Sequence[Status] | None, Sequence[EntryType] | None,
                 Sequence[MemoryType] | None, float | None]
 
+# entries_fts's tokenizer; the in-memory lexicon tokenizes with the same (semantic_fts).
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 # The expression the fact-key index is built on; queries must repeat it verbatim.
 FACT_KEY_SQL = "json_extract(fact, '$.key')"
 
@@ -84,7 +86,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX entries_decay_class ON entries (namespace, decay_class)",
         "CREATE INDEX entries_anchored ON entries (namespace, anchored)",
         "CREATE VIRTUAL TABLE entries_fts USING fts5(text, tags, content='entries', "
-        "content_rowid='seq', tokenize='porter unicode61 remove_diacritics 2')",
+        "content_rowid='seq', tokenize='" + FTS_TOKENIZE + "')",
         """CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN
             INSERT INTO entries_fts (rowid, text, tags) VALUES (new.seq, new.text, new.tags);
         END""",

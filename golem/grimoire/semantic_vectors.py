@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -98,6 +99,11 @@ class NamespaceMatrix:
         return (entry.id, entry.status.value, entry.entry_type.value, entry.memory_type.value,
                 entry.importance, blob)
 
+    @cached_property
+    def row_of(self) -> dict[str, int]:
+        """Row of each id (rows never move within one matrix; writes build a new one)."""
+        return {entry_id: row for row, entry_id in enumerate(self.ids.tolist())}
+
     def without(self, ids: Sequence[str]) -> NamespaceMatrix:
         keep = ~np.isin(self.ids, list(ids))
         return NamespaceMatrix(*(column[keep] for column in self._columns()))
@@ -168,6 +174,28 @@ class VectorCache:
         all_ids, all_scores = np.concatenate(ids), np.concatenate(scores)
         top = top_k(all_scores, k, all_ids)
         return list(zip(all_ids[top].tolist(), all_scores[top].tolist(), strict=True))
+
+    def admitter(self, namespaces: Sequence[str], filters: Filters,
+                 dim: int) -> Callable[[str, str], bool]:
+        """A test of (namespace, entry id) against the namespaces and filters, as search
+        applies them (for the lexical lists, ranked elsewhere)."""
+        statuses, entry_types, memory_types, min_importance = filters
+        allowed = [None if values is None else {str(v) for v in values}
+                   for values in (statuses, entry_types, memory_types)]
+        matrices = {ns: self.matrix(ns, dim) for ns in dict.fromkeys(namespaces)}
+
+        def admits(namespace: str, entry_id: str) -> bool:
+            matrix = matrices.get(namespace)
+            row = None if matrix is None else matrix.row_of.get(entry_id)
+            if matrix is None or row is None:
+                return False
+            for column, values in zip((matrix.status, matrix.entry_type, matrix.memory_type),
+                                      allowed, strict=True):
+                if values is not None and str(column[row]) not in values:
+                    return False
+            return min_importance is None or bool(matrix.importance[row] >= min_importance)
+
+        return admits
 
     def cosines(self, query: Vector, ids: Sequence[str], namespaces: Sequence[str],
                 dim: int) -> dict[str, float]:
