@@ -59,8 +59,9 @@ def run_recall(g: Grimoire, req: rc.RecallRequest) -> rc.RecallResult:
                                  until=f.until, protocol=f.protocol, category=f.category)
         if text_eps is None:
             text_eps = start_episode_text(g, query, n, ns, f)
-    # One pass over the semantic store for the caller's lists and anti-knowledge's: each
-    # entry is read once. Anti-knowledge is always looked for, whatever the filters.
+    # One pass over the semantic store (ids only) for the caller's lists and
+    # anti-knowledge's; the entries kept are read after fusion. Anti-knowledge is always
+    # looked for, whatever the filters.
     wants = [(ANTI_K, ANTI_FILTERS)]
     if "entry" in f.kinds:
         wants.append((n, (f.statuses, f.entry_types, f.memory_types, f.min_importance)))
