@@ -63,7 +63,7 @@ from golem.governor.policy import ContextPolicy
 from golem.governor.workspace import Candidate
 from golem.grimoire.grimoire import EPISODES_DIR, SEMANTIC_FILE, Grimoire
 from golem.grimoire.recall import Hit, RecallResult
-from golem.grimoire.records import EntryType, MemoryType, SemanticEntry
+from golem.grimoire.records import EntryType, Episode, MemoryType, SemanticEntry
 from golem.grimoire.semantic import SemanticStore
 from golem.logging import configure_logging
 from golem.perception.market import PricePoint
@@ -218,14 +218,21 @@ class TappedGovernor(ContextGovernor):
         self.tap.reset()
         out = await super().assemble(policy, query=query, live=live,
                                      escalated_ids=escalated_ids, **kw)
+        handed = kw.get("escalated_episodes") or {}
+        fetched = [*self.tap.fetched, *(handed[i] for i in escalated_ids if i in handed
+                                        and i not in {h.id for h in self._hits()})]
         self.calls.append({"query": query, "live": list(live), "escalated": list(escalated_ids),
-                           "result": self.tap.last, "fetched": list(self.tap.fetched),
+                           "result": self.tap.last, "fetched": fetched,
                            "used": out.workspace.used,
                            "delta_tokens": out.workspace.delta.tokens
                            if out.workspace.delta else None,
                            "by_category": {c.value: r.used for c, r in
                                            out.workspace.reasons.items() if r.used}})
         return out
+
+    def _hits(self) -> list[Hit]:
+        last = self.tap.last
+        return [] if last is None or last.refused else list(last.hits)
 
 
 # --- part 1: assembly latency ------------------------------------------------------------
@@ -276,8 +283,11 @@ def candidates_of(call: dict[str, Any], policy: ContextPolicy) -> list[Candidate
     return out + [live_candidate(item, 1.0) for item in call["live"]]
 
 
-async def measure_assembly(grimoire: Grimoire, episode_ids: list[str],
+async def measure_assembly(grimoire: Grimoire, episodes: dict[str, Episode],
                            queries: int) -> dict[str, Any]:
+    """Each call escalates one stored episode, handed in as Gamma hands Theta its
+    escalations (so no store read: ``escalated_fetch`` stays 0)."""
+    episode_ids = list(episodes)
     policy = ContextPolicy()
     governor = TappedGovernor(grimoire, parse_config("").theta_context.total_budget)
     rng = random.Random(5)
@@ -290,7 +300,8 @@ async def measure_assembly(grimoire: Grimoire, episode_ids: list[str],
         t0 = time.perf_counter()
         out = await governor.assemble(policy, query=ThetaCycle._query(FEED, prices),
                                       live=live_items(prices, 1), escalated_ids=escalated,
-                                      phase=Phase.STABLE, regime=market_regime(prices))
+                                      phase=Phase.STABLE, regime=market_regime(prices),
+                                      escalated_episodes={i: episodes[i] for i in escalated})
         total = time.perf_counter() - t0
         call = governor.calls[-1]
         t1 = time.perf_counter()
@@ -583,7 +594,8 @@ def main() -> int:
     ticks = args.ticks or (20 if args.quick else 200)
     result: dict[str, Any] = {"benchmark": "governor", "python": sys.version.split()[0],
                               "episodes": n, "semantic_entries": n_entries}
-    all_ids = [e.id for e in synthetic_episodes(n, other_every=10) if e.namespace == "main"]
+    mine = {e.id: e for e in synthetic_episodes(n, other_every=10) if e.namespace == "main"}
+    all_ids = list(mine)
     now = 1.7e9 + 4.0 * n + 600.0  # just after the newest synthetic episode
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp) / "data"
@@ -596,7 +608,7 @@ def main() -> int:
 
         async def part1() -> dict[str, Any]:
             try:
-                return await measure_assembly(grimoire, all_ids, queries)
+                return await measure_assembly(grimoire, mine, queries)
             finally:
                 await grimoire.close()
 

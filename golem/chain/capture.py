@@ -79,11 +79,24 @@ class CaptureHalted(GolemError):
 
 @dataclass(frozen=True)
 class Escalation:
-    """An event perception thinks Theta should look at."""
+    """An event perception thinks Theta should look at. It carries the episode Gamma
+    stored for it, so Theta's Governor needs no store read to show it (None only for
+    escalations made up by tests)."""
 
     episode_id: str
     curiosity: float
     reason: str
+    episode: Episode | None = None
+
+
+def drop_orphaned(escalations: deque[Escalation], chain_id: int, common_ancestor: int) -> int:
+    """Remove queued escalations of blocks a reorg orphaned: Theta must not be shown an
+    event the chain undid (its episode is deleted too). Returns how many."""
+    orphaned = [e for e in escalations if e.episode is not None
+                and e.episode.chain_id == chain_id and e.episode.block_number > common_ancestor]
+    for escalation in orphaned:
+        escalations.remove(escalation)
+    return len(orphaned)
 
 
 @dataclass
@@ -191,6 +204,7 @@ class GammaCapture:
     async def _rewind(self, follower: ChainFollower, round_: Rewound, now: float) -> None:
         assert self.chain_id is not None
         deleted = await self.grimoire.drop_chain_episodes(self.chain_id, round_.common_ancestor)
+        drop_orphaned(self.escalations, self.chain_id, round_.common_ancestor)
         await anyio.to_thread.run_sync(self.store.commit, self.chain_id, round_.window,
                                        round_.first_block, now)
         follower.accept(round_)
@@ -235,8 +249,6 @@ class GammaCapture:
             decision = route_observation(obs, relevance=0.0)  # no positions yet
             curiosity = curiosity_score(obs.max_abs_z, obs.surprise)
             eid = episode_id(raw.chain_id, raw.block_hash, raw.log_index)
-            if decision.action is RoutingAction.ESCALATE:
-                escalated.append(Escalation(eid, curiosity, decision.reason))
             size = obs.features.get(size_key(event.name))
             meta = await self.directory.meta_for(event)
             text = self._context(event, size.error if size is not None else None) \
@@ -250,6 +262,8 @@ class GammaCapture:
                 curiosity=curiosity,
                 provenance=Provenance(author=self.grimoire.namespace, process="gamma",
                                       verified=True)))
+            if decision.action is RoutingAction.ESCALATE:
+                escalated.append(Escalation(eid, curiosity, decision.reason, episodes[-1]))
         return beliefs, episodes, escalated
 
     def _context(self, event: DecodedEvent, size_error: float | None) -> str:

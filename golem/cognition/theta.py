@@ -155,7 +155,9 @@ class ThetaCycle:
         query = self._query(feed, prices)
         assembly = await self.grimoire_governor.assemble(
             policy, query=query, live=live,
-            escalated_ids=escalated, phase=phase, regime=regime, vitality=vitality)
+            escalated_ids=escalated, phase=phase, regime=regime, vitality=vitality,
+            escalated_episodes={e.episode_id: e.episode for e in escalations
+                                if e.episode is not None})
         ws = assembly.workspace
         frame, keyframe, links, share = self._frames.next(ws, phase=phase, regime=regime,
                                                           now=ctx.clock.now())

@@ -95,7 +95,10 @@ class ContextGovernor:
 
     async def assemble(self, policy: ContextPolicy, *, query: str, live: Sequence[LiveItem],
                        escalated_ids: Sequence[str], phase: Phase, regime: MarketRegime,
-                       vitality: float = 1.0) -> Assembly:
+                       vitality: float = 1.0,
+                       escalated_episodes: Mapping[str, Episode] | None = None) -> Assembly:
+        """``escalated_episodes``: those of the escalated ids the caller holds already
+        (Gamma hands them over); the others are read from the Grimoire."""
         result = await self.grimoire.recall(query, k=min(RECALL_K, 10 * policy.retrieval
                                                          .max_episode_count))
         hits: list[Hit] = [] if result.refused else list(result.hits)
@@ -109,7 +112,8 @@ class ContextGovernor:
                       if h.similarity >= policy.retrieval.similarity_threshold
                       or h.id in escalated or h.is_anti_knowledge]
         seen = {c.id for c in candidates}
-        for episode in await self._episodes([i for i in escalated_ids if i not in seen]):
+        known = escalated_episodes or {}
+        for episode in await self._episodes([i for i in escalated_ids if i not in seen], known):
             candidates.append(Candidate(
                 id=episode.id, category=Category.EPISODES,
                 source=f"grimoire://{episode.namespace}/episode/{episode.id}",
@@ -125,8 +129,12 @@ class ContextGovernor:
         return Assembly(workspace, allocations, policy.revision,
                         regime in policy.regime_overrides, result.refused)
 
-    async def _episodes(self, ids: Sequence[str]) -> list[Episode]:
-        return await self.grimoire.episodes_by_ids(ids[:10]) if ids else []
+    async def _episodes(self, ids: Sequence[str], known: Mapping[str, Episode]) -> list[Episode]:
+        """At most 10, in order; a store read only for those not handed in (~5 ms)."""
+        ids = list(ids[:10])
+        missing = [i for i in ids if i not in known]
+        read = {e.id: e for e in await self.grimoire.episodes_by_ids(missing)} if missing else {}
+        return [e for e in (known.get(i) or read.get(i) for i in ids) if e is not None]
 
 
 def _unit(x: float) -> float:

@@ -66,3 +66,35 @@ def test_escalated_episodes_reach_the_workspace_once_whether_recalled_or_not(
     assert not odd_recalled  # so it can only have come from the escalated fetch
     assert considered[odd.id] == considered[swaps[1].id] == 1
     assert "no-such-episode" not in considered
+
+
+def test_escalated_episodes_handed_in_need_no_store_read(tmp_path: Path,
+                                                         embedder: Embedder) -> None:
+    """Gamma hands Theta the episodes it escalated; one the store does not hold (so no read
+    could have found it) still becomes a candidate, once."""
+    path = tmp_path / "golem.toml"
+    path.write_text(config_text({"golem": {"name": "main", "data_dir": "data"},
+                                 "grimoire": {"model_dir": str(MODEL_DIR)}}))
+    stored = [dataclasses.replace(make_episode(i), observed_at=NOW - 60 * i) for i in range(5)]
+    handed = dataclasses.replace(
+        make_episode(77, category="oracle", protocol="chainlink",
+                     text="Chainlink answer for ETH/USD jumped 9% in one round"),
+        observed_at=NOW - 10)
+
+    async def main() -> Counter[str]:
+        g = await Grimoire.open(load_config(path), now=lambda: NOW, embedder=embedder)
+        try:
+            await g.add_episodes(stored)
+            assert await g.episodes_by_ids([handed.id]) == []  # not in the store
+            assembly = await ContextGovernor(g, 8000).assemble(
+                default_policy(), query="large swaps of WETH for USDC on uniswap_v3",
+                live=[], escalated_ids=[handed.id], phase=Phase.STABLE,
+                regime=MarketRegime.CALM, escalated_episodes={handed.id: handed})
+        finally:
+            await g.close()
+        considered = Counter(p.candidate.id for b in assembly.workspace.blocks if not b.echo
+                             for p in b.items)
+        considered.update(e.id for e in assembly.workspace.exclusions)
+        return considered
+
+    assert anyio.run(main)[handed.id] == 1

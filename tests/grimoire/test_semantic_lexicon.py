@@ -29,9 +29,11 @@ DIM = 16
 SIG = "lexicon-test-sig"
 # inflections on purpose: the porter stemmer folds them, and a query may hold two words
 # of one stem (two phrases, each scored: FTS5 counts both)
-WORDS = ("swap swaps swapped price prices pricing liquidation liquidations liquidated whale "
-         "whales oracle stale feed pool pools fee fees gas spike honeypot revert reverts "
-         "eth usdc weth dai aave uniswap chainlink large small drop rise").split()
+WORDS = ("swap", "swaps", "swapped", "price", "prices", "pricing", "liquidation",
+         "liquidations", "liquidated", "whale", "whales", "oracle", "stale", "feed", "pool",
+         "pools", "fee", "fees", "gas", "spike", "honeypot", "revert", "reverts", "eth",
+         "usdc", "weth", "dai", "aave", "uniswap", "chainlink", "large", "small", "drop",
+         "rise")
 TYPES = list(EntryType)
 STATUSES = [Status.ACTIVE, Status.ACTIVE, Status.ACTIVE, Status.STAGED, Status.PRUNED]
 WANTS: list[tuple[int, Filters]] = [
