@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from importlib import resources
 from pathlib import Path
 from typing import TextIO
+
+# Before numpy loads: OpenBLAS's worker threads spin after each matrix product, and the
+# Grimoire's products are small (at most a few thousand 384-d rows). Measured in one
+# process at 100k episodes and 5k entries: 63.6 -> 43.8 ms of CPU per recall (same wall
+# time), and 95 -> 0.5 ms of CPU per idle second just after recalling.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import anyio
 import structlog
