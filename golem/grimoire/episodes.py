@@ -25,6 +25,7 @@ os.environ.setdefault("LANCEDB_LOG", "error")  # Rust warnings would bypass our 
 
 import lancedb
 import numpy as np
+import structlog
 from lancedb.expr import Expr
 from lancedb.index import IvfSq
 
@@ -49,6 +50,7 @@ from golem.grimoire.errors import GrimoireError, InvalidMemory, SignatureMismatc
 from golem.grimoire.records import Episode
 from golem.grimoire.signature import ModelSignature
 
+log = structlog.get_logger("golem.grimoire")
 REINDEX_GROWTH = 1.2  # retrain the vector index when the table grew by 20% since training
 FTS_INDEX = "text_idx"  # LanceDB's default name for the index on "text"
 FTS_REFRESH_ROWS = 1000
@@ -109,7 +111,14 @@ class EpisodeStore:
         if not current_layout(store._table):
             # Written by an older version (one column per field): copied once into today's
             # layout, vectors kept; the same crash safety as reembed.
+            rows = store.count()
+            log.warning("episode store: upgrading its row layout once (about 10 s per "
+                        "100k episodes); the old table stays until the copy is complete",
+                        store=str(directory), episodes=rows)
+            started = time.perf_counter()
             store._rebuild(meta.signature, "row layout upgrade", None, 4096)
+            log.info("episode store: row layout upgraded", store=str(directory),
+                     episodes=rows, seconds=round(time.perf_counter() - started, 1))
         return store
 
     def reconnect(self) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pyarrow as pa
+from structlog.testing import capture_logs
 
 from golem.grimoire import episodes_layout as layout
 from golem.grimoire.embedder import Embedder
@@ -62,7 +63,12 @@ def test_a_layout1_store_is_upgraded_on_open_with_every_field_and_vector(
     lancedb.connect(str(directory)).create_table(old.table,
                                                  layout1_rows(episodes, vectors, sig.id))
 
-    store = EpisodeStore.open(directory, sig, index_min_rows=10_000)
+    with capture_logs() as logs:  # a long start-up says why
+        store = EpisodeStore.open(directory, sig, index_min_rows=10_000)
+    started, done = logs
+    assert started["event"].startswith("episode store: upgrading its row layout")
+    assert done["event"] == "episode store: row layout upgraded"
+    assert started["episodes"] == done["episodes"] == 40 and done["seconds"] >= 0
 
     meta = layout.read_meta(directory)
     assert meta is not None and meta.table != old.table  # switched to the copy
