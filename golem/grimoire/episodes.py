@@ -314,14 +314,9 @@ class EpisodeStore:
                     protocol: str | None = None, category: str | None = None,
                     ) -> list[tuple[Episode, float]]:
         """Top-k by BM25 over the text rendering; rows not yet in the FTS index are searched too."""
-        where = search_filter(namespaces, since, until, protocol, category)
-        if k < 1 or not namespaces or not query.strip():
-            return []
-        with self._vendor("text search"):
-            rows = (self._table.search(query, query_type="fts", fts_columns="text")
-                    .where(where, prefilter=True).select([*ROW_COLUMNS, "_score"]).limit(k)
-                    .to_arrow().to_pylist())
-        return [(from_row(r), float(r["_score"])) for r in rows]
+        return [(hit.episode(), hit.score) for hit in self.search_text_hits(
+            query, k, namespaces, since=since, until=until, protocol=protocol,
+            category=category)]
 
     def search_text_hits(self, query: str, k: int, namespaces: Sequence[str], *,
                          since: float | None = None, until: float | None = None,

@@ -29,8 +29,7 @@ from golem.grimoire.records import Episode, Pad, Provenance, Source, finite_unit
 # Reading a row costs ~0.25 ms per column per 30 rows at 100k (whatever the type), so the
 # 27 columns of layout 1 made reading recall's shortlist its slowest step (~7 ms); the
 # five of ROW_COLUMNS take ~3. The filter columns' values are also in the record and never
-# change after a write.
-LAYOUT = 2
+# change after a write (episodes_migrate.current_layout tells the layouts apart).
 _SCALARS: tuple[tuple[str, pa.DataType, bool], ...] = (
     ("id", pa.string(), False),
     ("namespace", pa.string(), False),
