@@ -52,7 +52,7 @@ from golem.governor.policy_store import PolicyConflict, PolicyStore
 from golem.governor.workspace import CognitiveWorkspace
 from golem.grimoire.memory_file import read_text
 from golem.mortality.budget import phase_budget
-from golem.perception.market import PricePoint, move_phrase
+from golem.perception.market import PricePoint, move_label, move_phrase
 from golem.runtime.handlers import TickContext, TickCounters
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ class ThetaCycle:
         if tier is Tier.T0 or self.model is None:
             return Thought(offline.decide(situation), offline.PROVIDER, "", "ok")
         made = await self.model.decide(tier, ws, strategy=self._strategy,
-                                       situation=self._query(feed, prices), keyframe=keyframe,
+                                       situation=self._situation(feed, prices), keyframe=keyframe,
                                        links=links)
         if isinstance(made.decision, Decision):
             return Thought(made.decision, ANTHROPIC, made.model, "ok", made.cost_usd,
@@ -277,6 +277,19 @@ class ThetaCycle:
 
     @staticmethod
     def _query(feed: str | None, prices: tuple[PricePoint, ...]) -> str:
+        """What Theta asks memory: the kind of market, not its exact numbers (the seed's
+        GrimoireQuery is keyed on regime and task). A query carrying "-2.2%" recalled a
+        different half of its 30 episodes than one carrying "-2.4%" (benchmark store),
+        churning the workspace on digits; this one repeats from tick to tick, so its
+        vector comes from the embedder's cache. The model gets the exact move in
+        ``_situation``."""
+        label = move_label(prices)
+        kind = (f"market {label}, {market_regime(prices).value} regime" if label
+                else "market state unknown")
+        return f"{kind}: large swaps, liquidations, warnings, price feed {feed or ''}"
+
+    @staticmethod
+    def _situation(feed: str | None, prices: tuple[PricePoint, ...]) -> str:
         phrase = move_phrase(prices) or "market state unknown"
         return f"{phrase}: large swaps, liquidations, warnings, price feed {feed or ''}"
 

@@ -36,16 +36,23 @@ def record(points: tuple[PricePoint, ...], point: PricePoint,
 
 def move_phrase(points: tuple[PricePoint, ...], window_s: float = WINDOW_S) -> str | None:
     """e.g. "market crashing: price -7.2% over 10 min", or None without two points."""
-    if len(points) < 2 or points[0].price <= 0:
+    label = move_label(points)
+    if label is None:
         return None
     change = points[-1].price / points[0].price - 1.0
     minutes = max(1, round(min(points[-1].time - points[0].time, window_s) / 60))
-    label = "steady"
+    return f"market {label}: price {change:+.1%} over {minutes} min"
+
+
+def move_label(points: tuple[PricePoint, ...]) -> str | None:
+    """The move's class over the points: crashing, falling, steady, rising or surging."""
+    if len(points) < 2 or points[0].price <= 0:
+        return None
+    change = points[-1].price / points[0].price - 1.0
     for threshold, name in MOVES:
         if (threshold < 0 and change <= threshold) or (threshold > 0 and change >= threshold):
-            label = name
-            break
-    return f"market {label}: price {change:+.1%} over {minutes} min"
+            return name
+    return "steady"
 
 
 def size_phrase(category: str, error: float | None) -> str | None:

@@ -10,8 +10,10 @@ from pathlib import Path
 import anyio
 
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
+from golem.cognition.theta import ThetaCycle
 from golem.config import load_config
 from golem.logging import configure_logging
+from golem.perception.market import PricePoint
 from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
 from golem.status import collect_status, render_status
@@ -89,3 +91,23 @@ def test_every_theta_tick_journals_a_decision_and_due_predictions_get_scored(
         ("i_frame", "cache_cold"), ("i_frame", "regime_change"), ("i_frame", "stable_changed")}
     assert [e["frame"] for e in events if e["kind"] == "context:assembled"] == [
         f["kind"] for f in frames]
+
+
+def _window(*prices: float) -> tuple[PricePoint, ...]:
+    return tuple(PricePoint(1000.0 + 60.0 * i, p) for i, p in enumerate(prices))
+
+
+def test_theta_asks_memory_for_the_kind_of_market_and_tells_the_model_its_numbers() -> None:
+    two = _window(2000.0, 1990.0, 1960.0)  # -2.0%
+    two_and_a_half = _window(2000.0, 1985.0, 1950.0)  # -2.5%
+    crash = _window(2000.0, 1900.0, 1800.0)  # -10%
+    query = ThetaCycle._query("ETH/USD", two)
+    # the same kind of market asks the same question (its vector is cached)...
+    assert query == ThetaCycle._query("ETH/USD", two_and_a_half)
+    assert query.startswith("market falling, ") and "price feed ETH/USD" in query
+    assert not any(ch.isdigit() for ch in query)
+    assert ThetaCycle._query("ETH/USD", crash).startswith("market crashing, crash regime")
+    assert ThetaCycle._query("ETH/USD", ()).startswith("market state unknown")
+    # ...while the model is told the exact move
+    assert "price -2.0% over 2 min" in ThetaCycle._situation("ETH/USD", two)
+    assert "price -2.5% over 2 min" in ThetaCycle._situation("ETH/USD", two_and_a_half)
