@@ -26,8 +26,10 @@ os.environ.setdefault("LANCEDB_LOG", "error")  # Rust warnings would bypass our 
 import lancedb
 import numpy as np
 import structlog
+from lancedb.background_loop import LOOP
 from lancedb.expr import Expr
 from lancedb.index import IvfSq
+from lancedb.table import AsyncTable
 
 from golem.grimoire import episodes_layout as layout
 from golem.grimoire.episodes_migrate import EmbedFn, copy_episodes, current_layout
@@ -304,10 +306,10 @@ class EpisodeStore:
 
     def _vector_rows(self, query: np.ndarray, where: Any, k: int, max_nprobes: int,
                      columns: list[str]) -> Any:
-        search = _where(self._table.search(query, vector_column_name="vector")
-                        .distance_type("cosine"), where)
-        return (search.minimum_nprobes(self.nprobes).maximum_nprobes(max_nprobes)
-                .select([*columns, "vector", "_distance"]).limit(k).to_arrow())
+        search = (self._query().nearest_to(query).column("vector").distance_type("cosine")
+                  .minimum_nprobes(self.nprobes).maximum_nprobes(max_nprobes)
+                  .select([*columns, "vector", "_distance"]).limit(k))
+        return _run(search if where is None else search.where(where))
 
     def search_text(self, query: str, k: int, namespaces: Sequence[str], *,
                     since: float | None = None, until: float | None = None,
@@ -330,9 +332,9 @@ class EpisodeStore:
         if k < 1 or not namespaces or not query.strip():
             return []
         with self._vendor("text search"):
-            found = (_where(self._table.search(query, query_type="fts", fts_columns="text"),
-                            where)
-                     .select(["id", *ROW_COLUMNS, "vector", "_score"]).limit(k).to_arrow())
+            search = (self._query().nearest_to_text(query, columns="text")
+                      .select(["id", *ROW_COLUMNS, "vector", "_score"]).limit(k))
+            found = _run(search if where is None else search.where(where))
         vectors = arrow_vectors(found, self.signature.dim)
         rows = found.drop_columns(["vector"]).to_pylist()
         return [Found(str(row.pop("id")), float(row.pop("_score")), vec, row)
@@ -358,9 +360,18 @@ class EpisodeStore:
         return out
 
     def _rows(self, where: str, columns: list[str], limit: int) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = (self._table.search().where(where).select(columns)
-                                      .limit(limit).to_arrow().to_pylist())
+        rows: list[dict[str, Any]] = _run(self._query().where(where).select(columns)
+                                          .limit(limit)).to_pylist()
         return rows
+
+    def _query(self) -> Any:
+        """A query on the table's asynchronous handle (the one inside the synchronous
+        table, so it sees every commit), run by ``_run``."""
+        handle = getattr(self._table, "_table", None)
+        if not isinstance(handle, AsyncTable):  # lancedb is pinned; a new one needs a look
+            raise GrimoireError(f"lancedb {lancedb.__version__}: the table has no "
+                                "asynchronous handle; this version is not supported")
+        return handle.query()
 
     def count(self, namespaces: Sequence[str] | None = None) -> int:
         if namespaces is not None and not namespaces:
@@ -504,8 +515,11 @@ def _connect(directory: Path, cache_mb: tuple[int, int]) -> Any:
         index_cache_size_bytes=index_mb << 20, metadata_cache_size_bytes=metadata_mb << 20))
 
 
-def _where(search: Any, where: Expr | None) -> Any:
-    return search if where is None else search.where(where, prefilter=True)
+def _run(query: Any) -> Any:
+    """Run a query on LanceDB's event loop in one hop. Its synchronous builder makes ~5
+    round trips to that loop per query (three schema reads among them): ~1 ms of CPU and
+    thread switches in each search, ~1.5 ms of a Theta recall (alternated runs)."""
+    return LOOP.run(query.to_arrow())  # type: ignore[no-untyped-call]
 
 
 def _time_sql(value: float) -> str:
