@@ -161,6 +161,33 @@ def test_a_crash_between_the_write_and_the_consume_is_recovered_exactly_once(
     with_grimoire(cfg, embedder, body)
 
 
+def test_ids_merged_out_of_memory_keep_their_crystals(cfg: Config, embedder: Embedder) -> None:
+    """Past ~45 cycles merged pointers drop their oldest ids (at most 16 each); the notes
+    behind them stay in the store, promoted, so the kill test's invariant still holds."""
+
+    clock = [NOW]
+
+    async def main() -> list[str]:
+        g = await Grimoire.open(cfg, now=lambda: clock[0], embedder=embedder)
+        try:
+            cyc, ids = cycle(g), []
+            for i in range(50):
+                clock[0] += 3600
+                for k in range(2):
+                    note = await g.note(f"note {i}.{k}: pool {i % 7} moved {i * 3 + k} bp")
+                    ids.append(note.id)
+                assert (await cyc.run(clock[0])).accepted
+            return ids
+        finally:
+            await g.close()
+
+    ids = anyio.run(main, backend_options={"use_uvloop": True})
+    text = cfg.data_dir.joinpath("MEMORY.md").read_text()
+    gone = [i for i in ids if f"scratch-{i}" not in text]
+    assert gone and ids.index(gone[0]) < 20  # the oldest left the file
+    check_invariants(cfg, embedder, cfg.data_dir / "MEMORY.md", ids)
+
+
 HAND_WRITTEN = "# My notes\n\nThe owner is Douglas.\n\n## Pools\n\n- ETH/USDC 0.05% is home\n"
 
 
@@ -289,24 +316,33 @@ def test_kill_9_at_random_moments_never_tears_memory_nor_loses_a_note(
 
 
 def check_invariants(cfg: Config, embedder: Embedder, memory: Path, acked: list[str]) -> None:
-    """MEMORY.md is a whole valid state; every acknowledged note is still in scratch or
-    is in MEMORY.md and indexed as its crystal."""
+    """MEMORY.md is a whole valid state; every acknowledged note is indexed and is still
+    in scratch or was consumed as a crystal that outlives it (promoted to strategic).
+
+    A consumed note's id is in MEMORY.md until pointers merge: a merged pointer keeps at
+    most 16 ids (the keywords find the rest), so after ~45 cycles the oldest ids leave
+    the file while their crystals stay in the store."""
     text = memory.read_text() if memory.exists() else None
+    merged_out = False
     if text is not None:
         result = validate_rewrite(None, text)
         assert result.ok, result.problems
+        merged_out = any(len(p.crystal_ids) == 16 for p in parse_memory(text).crystal_pointers())
     scan = ScratchLog(cfg.data_dir / "memory").scan()  # a torn line is an unacknowledged note
     in_scratch = {n.id for n in scan.notes}
 
-    async def indexed(g: Grimoire) -> set[str]:
-        found = set()
+    async def indexed(g: Grimoire) -> dict[str, DecayClass]:
+        found = {}
         for nid in acked:
             entry = await g.get(f"scratch-{nid}")
             if isinstance(entry, SemanticEntry) and entry.status is Status.ACTIVE:
-                found.add(nid)
+                found[nid] = entry.decay_class
         return found
 
     in_store = with_grimoire(cfg, embedder, indexed)
     for nid in acked:
         assert nid in in_store, nid  # indexed at note time, never lost
-        assert nid in in_scratch or (text is not None and f"scratch-{nid}" in text), nid
+        if nid in in_scratch:
+            continue
+        assert in_store[nid] is DecayClass.STRATEGIC, nid  # consumed only once promoted
+        assert merged_out or (text is not None and f"scratch-{nid}" in text), nid
