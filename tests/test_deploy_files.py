@@ -386,6 +386,8 @@ def test_install_model_is_idempotent_and_repairs(tmp_path: Path) -> None:
         "special_tokens_map.json",
         "config.json",
     }
+    source = manifest["onnx_source_file"]["sha256"]
+    assert manifest["compact"] and manifest["files"]["model.onnx"]["sha256"] != source
     assert "model ok" in install()
 
     onnx = dest / "model.onnx"

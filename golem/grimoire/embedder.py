@@ -119,13 +119,17 @@ def _read_signature(model_dir: Path) -> ModelSignature:
         expected = str(manifest["files"][MODEL_FILE]["sha256"])
         tokenizer = {n: (model_dir / n).read_bytes() for n in TOKENIZER_FILES}
         max_length = int(json.loads(tokenizer["tokenizer_config.json"])["model_max_length"])
-        version = _sha256(model_dir / MODEL_FILE)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        on_disk = _sha256(model_dir / MODEL_FILE)
+        # The vector space is the source model's: set-up's rewrite of the graph
+        # (golem.grimoire.model_compact) gives bit-identical vectors, so a store embedded
+        # before it still opens. A manifest without a source is a plain copy.
+        version = str(manifest.get("onnx_source_file", {}).get("sha256", on_disk))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise EmbedderUnavailable(f"embedding model at {model_dir} is unreadable ({exc}); "
                                   f"{SETUP_HINT}") from None
-    if version != expected:
+    if on_disk != expected:
         raise EmbedderUnavailable(f"{model_dir / MODEL_FILE} does not match its manifest "
-                                  f"(sha256 {version[:12]}, expected {expected[:12]}); "
+                                  f"(sha256 {on_disk[:12]}, expected {expected[:12]}); "
                                   f"{SETUP_HINT}")
     if dim != DIM:
         raise EmbedderUnavailable(f"embedding model at {model_dir} has {dim} dimensions; "
