@@ -40,6 +40,7 @@ from golem.grimoire.embedder import Embedder
 from golem.grimoire.episodes import EpisodeStore
 from golem.grimoire.episodes_layout import read_meta
 from golem.grimoire.episodes_schema import ROW_COLUMNS
+from golem.runtime.heap import tune_heap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grimoire_ingest import MODEL_DIR, peak_rss_mb, synthetic_episodes
@@ -161,7 +162,9 @@ def measure(n: int, directory: Path, queries: int) -> dict[str, Any]:
 
 
 def rss_probe(directory: Path, queries: int) -> None:
-    """Steady state: model loaded, 100k store open, queries answered. Prints JSON."""
+    """Steady state: model loaded, 100k store open, queries answered. Prints JSON.
+    The heap is tuned as the golem command tunes it (unless the environment says)."""
+    heap = tune_heap(os.environ)
     store = EpisodeStore.open(directory, embedder().signature,
                               index_min_rows=CFG.index_min_rows)
     for i in range(queries):
@@ -172,7 +175,8 @@ def rss_probe(directory: Path, queries: int) -> None:
     batch = [e.text for e in synthetic_episodes(256, seed=99)]
     for start in range(0, len(batch), 64):  # a few Gamma-sized ingest calls too
         embedder().embed(batch[start:start + 64])
-    print(json.dumps({"rows": store.count(), "peak_rss_mb": round(peak_rss_mb(), 1)}))
+    print(json.dumps({"rows": store.count(), "peak_rss_mb": round(peak_rss_mb(), 1),
+                      "heap_tuned": heap}))
 
 
 def probe(directory: Path, queries: int, **env: str) -> dict[str, Any]:

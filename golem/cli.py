@@ -27,6 +27,7 @@ from golem.logging import configure_logging
 from golem.runtime.daemon import Daemon
 from golem.runtime.duration import format_duration, parse_duration
 from golem.runtime.handlers import HandlerRegistry
+from golem.runtime.heap import tune_heap
 from golem.runtime.loop import iso
 from golem.runtime.notify import SystemdNotifier
 from golem.status import collect_status, render_status
@@ -92,6 +93,9 @@ def _cmd_run(config_path: Path, stop_after: float | None,
         config = with_inherit(config, inherit)
     configure_logging(config.logging.level, config.logging.format)
     log = structlog.get_logger("golem.cli")
+    heap = tune_heap(os.environ)  # before the model and the stores allocate
+    if heap:
+        log.info("glibc heap tuned for a small VM", **{k.lower(): v for k, v in heap.items()})
     notifier = SystemdNotifier.from_environ()
     if registry is None:  # production: this build's components and handlers
         daemon = Daemon(config, build_registry(config), stop_after=stop_after,

@@ -270,3 +270,37 @@ def test_the_golem_command_keeps_numpy_blas_to_one_thread() -> None:
     operator = subprocess.run([python, "-c", probe], capture_output=True, text=True,
                               env={**env, "OPENBLAS_NUM_THREADS": "2"}, timeout=60, check=True)
     assert operator.stdout.split() == ["2", "2"]
+
+
+HEAP_PROBE = """
+import ctypes, os, sys
+from golem.runtime.heap import tune_heap
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks",
+                "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+applied = tune_heap(os.environ) if sys.argv[1] == "tune" else {}
+for _ in range(2):  # glibc raises its threshold when the first mmapped block is freed
+    block = libc.malloc(2 << 20)
+    mapped = libc.mallinfo2().hblkhd >= 2 << 20
+    libc.free(block)
+print(",".join(sorted(applied)) or "-", mapped)
+"""
+
+
+def test_the_golem_command_keeps_large_buffers_in_their_own_mappings() -> None:
+    """A fixed mmap threshold: a freed 2 MiB buffer (an embedding batch's activations) goes
+    back to the OS every time, instead of glibc moving its threshold up and serving the
+    next one from the fragmented heap. The operator's own variables win."""
+    env = {k: v for k, v in child_env().items() if not k.startswith("MALLOC_")}
+
+    def probe(mode: str, **extra: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", HEAP_PROBE, mode], capture_output=True,
+                              text=True, env={**env, **extra}, timeout=60, check=True)
+        return done.stdout.split()
+
+    assert probe("plain") == ["-", "False"]  # glibc's default: the second one is heap
+    assert probe("tune") == ["MALLOC_ARENA_MAX,MALLOC_MMAP_THRESHOLD_", "True"]
+    assert probe("tune", MALLOC_MMAP_THRESHOLD_="8388608") == ["MALLOC_ARENA_MAX", "False"]

@@ -1,0 +1,42 @@
+"""glibc heap settings for a small VM, applied once when the golem command starts.
+
+glibc raises its mmap threshold each time a large mmapped block is freed (up to 32 MB),
+so after the first embedding batch the model's activation buffers come from the heap,
+and the heap, fragmented by LanceDB's allocations between them, is not given back.
+A fixed threshold keeps every buffer of 1 MiB or more in its own mapping, returned on
+free. Measured (100k-episode store, model loaded, 200 searches, four 64-text ingest
+calls, batch 8): peak RSS 466 -> 397 MB, embedding throughput -8 to -14% (fresh pages
+for each buffer; Gamma needs a few texts per second of ~90). A 128 KiB threshold gave
+389 MB for -22%. Fewer arenas (two) keep the threads of onnxruntime, LanceDB and the
+event loop from each holding freed memory.
+
+An operator's own ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_ARENA_MAX`` wins (glibc read
+them at start-up); elsewhere than glibc this does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from collections.abc import Mapping
+
+M_MMAP_THRESHOLD = -3  # mallopt parameters, from glibc's malloc.h
+M_ARENA_MAX = -8
+MMAP_THRESHOLD = 1 << 20
+ARENA_MAX = 2
+
+
+def tune_heap(environ: Mapping[str, str]) -> dict[str, int]:
+    """Apply the settings the environment does not set; returns those applied."""
+    wanted = {"MALLOC_MMAP_THRESHOLD_": (M_MMAP_THRESHOLD, MMAP_THRESHOLD),
+              "MALLOC_ARENA_MAX": (M_ARENA_MAX, ARENA_MAX)}
+    todo = {name: setting for name, setting in wanted.items() if name not in environ}
+    if not todo:
+        return {}
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return {}  # not glibc
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return {name: value for name, (param, value) in todo.items() if mallopt(param, value) == 1}
