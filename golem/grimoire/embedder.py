@@ -120,10 +120,12 @@ def _read_signature(model_dir: Path) -> ModelSignature:
         tokenizer = {n: (model_dir / n).read_bytes() for n in TOKENIZER_FILES}
         max_length = int(json.loads(tokenizer["tokenizer_config.json"])["model_max_length"])
         on_disk = _sha256(model_dir / MODEL_FILE)
-        # The vector space is the source model's: set-up's rewrite of the graph
-        # (golem.grimoire.model_compact) gives bit-identical vectors, so a store embedded
-        # before it still opens. A manifest without a source is a plain copy.
-        version = str(manifest.get("onnx_source_file", {}).get("sha256", on_disk))
+        # The signature names the vector space, not the file: set-up's rewrite of the
+        # graph (golem.grimoire.model_compact) records the space its numbers belong to.
+        # Older manifests: the first rewrite was bit-identical to its source; a manifest
+        # without a source is a plain copy.
+        version = str(manifest.get("vector_space")
+                      or manifest.get("onnx_source_file", {}).get("sha256", on_disk))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise EmbedderUnavailable(f"embedding model at {model_dir} is unreadable ({exc}); "
                                   f"{SETUP_HINT}") from None

@@ -80,8 +80,8 @@ class EpisodeStore:
     @classmethod
     def open(cls, directory: Path, signature: ModelSignature, *, index_min_rows: int,
              nprobes: int = 20, for_migration: bool = False,
-             sweep_orphans: bool = True, index_cache_mb: int = 128,
-             metadata_cache_mb: int = 64) -> EpisodeStore:
+             sweep_orphans: bool = True, index_cache_mb: int = 16,
+             metadata_cache_mb: int = 16) -> EpisodeStore:
         """Open or create the store. A store embedded with another model raises
         SignatureMismatch unless ``for_migration`` (then only reembed() may run)."""
         directory = Path(directory)

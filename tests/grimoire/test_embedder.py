@@ -65,7 +65,15 @@ def test_vectors_are_unit_float32_and_deterministic(embedder: Embedder) -> None:
     np.testing.assert_allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
     np.testing.assert_array_equal(first, again)
     one_by_one = np.vstack([embedder.embed([t]) for t in TEXTS])  # batching does not matter
-    np.testing.assert_allclose(one_by_one, first, atol=1e-4)
+    np.testing.assert_array_equal(one_by_one, first)
+
+
+@pytest.mark.parametrize(("batch_size", "threads"), [(1, 1), (3, 2), (16, 1)])
+def test_a_texts_vector_does_not_depend_on_batch_size_or_threads(
+        embedder: Embedder, batch_size: int, threads: int) -> None:
+    texts = [*TEXTS, "gas", "Why does gas spike at 14:00 UTC? " * 20]  # padding matters
+    other = Embedder.load(MODEL_DIR, batch_size=batch_size, threads=threads)
+    np.testing.assert_array_equal(other.embed(texts), embedder.embed(texts))
 
 
 def test_similar_events_are_closer_than_unrelated_ones(embedder: Embedder) -> None:
