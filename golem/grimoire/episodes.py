@@ -31,6 +31,7 @@ from lancedb.expr import Expr
 from lancedb.index import IvfSq
 from lancedb.table import AsyncTable
 
+from golem.config import GrimoireSection
 from golem.grimoire import episodes_layout as layout
 from golem.grimoire.episodes_migrate import EmbedFn, copy_episodes, current_layout
 from golem.grimoire.episodes_schema import (
@@ -56,6 +57,7 @@ log = structlog.get_logger("golem.grimoire")
 REINDEX_GROWTH = 1.2  # retrain the vector index when the table grew by 20% since training
 FTS_INDEX = "text_idx"  # LanceDB's default name for the index on "text"
 FTS_REFRESH_ROWS = 1000
+_CONFIGURED = GrimoireSection()  # the defaults of a store opened without a config
 
 
 class EpisodeStore:
@@ -80,8 +82,9 @@ class EpisodeStore:
     @classmethod
     def open(cls, directory: Path, signature: ModelSignature, *, index_min_rows: int,
              nprobes: int = 20, for_migration: bool = False,
-             sweep_orphans: bool = True, index_cache_mb: int = 16,
-             metadata_cache_mb: int = 16) -> EpisodeStore:
+             sweep_orphans: bool = True,
+             index_cache_mb: int = _CONFIGURED.lance_index_cache_mb,
+             metadata_cache_mb: int = _CONFIGURED.lance_metadata_cache_mb) -> EpisodeStore:
         """Open or create the store. A store embedded with another model raises
         SignatureMismatch unless ``for_migration`` (then only reembed() may run)."""
         directory = Path(directory)

@@ -29,6 +29,14 @@ TEXTS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def compacted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The source model through the rewrite, once for the module."""
+    out = tmp_path_factory.mktemp("compact") / "compact.onnx"
+    compact_file(SOURCE, out)
+    return out
+
+
 def session(path: Path) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
@@ -53,14 +61,12 @@ def embed(sess: ort.InferenceSession, texts: list[str]) -> np.ndarray:
     return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
 
-def test_the_rewrite_keeps_every_weight_int8_and_the_vectors_close(tmp_path: Path) -> None:
-    out = tmp_path / "compact.onnx"
-    compact_file(SOURCE, out)
-    ours, source = embed(session(out), TEXTS), embed(session(SOURCE), TEXTS)
+def test_the_rewrite_keeps_every_weight_int8_and_the_vectors_close(compacted: Path) -> None:
+    ours, source = embed(session(compacted), TEXTS), embed(session(SOURCE), TEXTS)
     cosines = (ours * source).sum(axis=1)
     assert cosines.min() > 0.999, cosines  # measured >= 0.9996
     assert not np.array_equal(ours, source)  # int8 compute: its own vector space
-    model = onnx.load(str(out))
+    model = onnx.load(str(compacted))
     int8 = {i.name for i in model.graph.initializer if i.data_type == TensorProto.INT8}
     # nothing int8 is dequantised as a constant onnxruntime would fold into float32
     assert not [n for n in model.graph.node if n.op_type == "Cast" and n.input[0] in int8]
@@ -74,12 +80,10 @@ def test_the_rewrite_keeps_every_weight_int8_and_the_vectors_close(tmp_path: Pat
         len(source_matmuls) - 36  # the attention products stay float
 
 
-def test_a_text_gets_the_same_vector_in_any_batch(tmp_path: Path) -> None:
+def test_a_text_gets_the_same_vector_in_any_batch(compacted: Path) -> None:
     """Blocks of 32 quantise each token's activations on their own: with blocks of 128
     a text's vector moved with the texts beside it (up to 7e-3 per component)."""
-    out = tmp_path / "compact.onnx"
-    compact_file(SOURCE, out)
-    sess = session(out)
+    sess = session(compacted)
     alone = np.vstack([embed(sess, [t]) for t in TEXTS])
     np.testing.assert_array_equal(embed(sess, TEXTS), alone)
     np.testing.assert_array_equal(embed(sess, [TEXTS[3]] * 3), np.vstack([alone[3]] * 3))
@@ -87,11 +91,10 @@ def test_a_text_gets_the_same_vector_in_any_batch(tmp_path: Path) -> None:
 
 
 def test_set_up_installs_the_rewritten_model_under_its_own_vector_space(
-        tmp_path: Path, embedder: Embedder) -> None:
-    out = tmp_path / "compact.onnx"
-    compact_file(SOURCE, out)  # deterministic: the same bytes every time
+        compacted: Path, embedder: Embedder) -> None:
     installed = (MODEL_DIR / "model.onnx").read_bytes()
-    assert hashlib.sha256(out.read_bytes()).digest() == hashlib.sha256(installed).digest()
+    # the rewrite is deterministic: this process's output is the installed file
+    assert hashlib.sha256(compacted.read_bytes()).digest() == hashlib.sha256(installed).digest()
     assert installed != SOURCE.read_bytes()
     source_sha = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
     # other numbers than the source's: a store embedded with those refuses to open
