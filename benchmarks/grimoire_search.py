@@ -111,12 +111,16 @@ def summary(samples: Sequence[float]) -> dict[str, float]:
             "mean_ms": round(float(ms.mean()), 2)}
 
 
-def bare_table(store: EpisodeStore) -> Any:
+def bare_table(store: EpisodeStore, cache_mb: tuple[int, int] | None = None) -> Any:
+    """The store's table through a plain LanceDB connection: LanceDB's default caches
+    (6 GB index, 1 GB metadata), or ``cache_mb`` (index, metadata) as the store has."""
     import lancedb  # noqa: PLC0415 - the bare side on purpose talks to LanceDB directly
 
     meta = read_meta(store.directory)
     assert meta is not None
-    return lancedb.connect(str(store.directory)).open_table(meta.table)
+    session = None if cache_mb is None else lancedb.Session(
+        index_cache_size_bytes=cache_mb[0] << 20, metadata_cache_size_bytes=cache_mb[1] << 20)
+    return lancedb.connect(str(store.directory), session=session).open_table(meta.table)
 
 
 def measure(n: int, directory: Path, queries: int) -> dict[str, Any]:
