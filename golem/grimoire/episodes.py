@@ -56,6 +56,12 @@ from golem.grimoire.signature import ModelSignature
 log = structlog.get_logger("golem.grimoire")
 REINDEX_GROWTH = 1.2  # retrain the vector index when the table grew by 20% since training
 FTS_INDEX = "text_idx"  # LanceDB's default name for the index on "text"
+# Each optimize() with new or rewritten rows adds a delta segment to the vector index, and
+# a search probes every segment: under consolidation's replay rewrites (~1,900 rows a
+# Delta tick) an 8k-row table reached 13 segments in 12 ticks and ~30 later, its search
+# 4.4 -> 10-15 ms (exact search: ~10). Past this many the index is retrained (0.2 s at
+# 8k rows, 1.2 s at 19k), which leaves one.
+MAX_VECTOR_SEGMENTS = 4
 FTS_REFRESH_ROWS = 1000
 _CONFIGURED = GrimoireSection()  # the defaults of a store opened without a config
 
@@ -410,10 +416,10 @@ class EpisodeStore:
 
     def maybe_build_index(self) -> bool:
         """Keep search fast; call it from a maintenance loop. Trains the IVF_SQ cosine index
-        once past index_min_rows and retrains it on 20% growth; folds rows written since the
-        last optimize into the full-text and scalar indexes once there are more than
-        FTS_REFRESH_ROWS of them (unindexed rows are still found, but cost ~6 ms per 1,000
-        in every text search). Returns whether it did any work."""
+        once past index_min_rows and retrains it on 20% growth or past MAX_VECTOR_SEGMENTS
+        delta segments; folds rows written since the last optimize into the indexes once
+        there are more than FTS_REFRESH_ROWS of them (unindexed rows are still found, but
+        cost ~6 ms per 1,000 in every text search). Returns whether it did any work."""
         self._require_match()
         did = False
         with self._write_lock, self._vendor("index build"):
@@ -424,8 +430,12 @@ class EpisodeStore:
             rows = int(self._table.count_rows())
             trained = self._meta.index_rows
             stale = trained is not None and self._meta.index_kind != layout.INDEX_KIND
+            segments = layout.vector_segments(self._table)
             if rows >= self.index_min_rows and (
-                    trained is None or stale or rows >= trained * REINDEX_GROWTH):
+                    trained is None or stale or rows >= trained * REINDEX_GROWTH
+                    or segments > MAX_VECTOR_SEGMENTS):
+                log.info("training the episode vector index", rows=rows, trained_rows=trained,
+                         segments=segments)
                 partitions = max(1, round(math.sqrt(rows)))
                 # A target partition size, not a count: optimize() re-partitions toward
                 # the target, and with the default target it collapsed ~316 partitions into

@@ -34,6 +34,7 @@ META_FORMAT = 1
 INDEX_KIND = "ivf_sq_target_size"
 TABLE_PREFIX = "episodes-"
 TABLE_SUFFIX = ".lance"
+VECTOR_INDEX = "vector_idx"  # LanceDB's default name for the index on "vector"
 
 
 @dataclass(frozen=True)
@@ -131,10 +132,19 @@ def sweep_orphans(directory: Path, live_table: str | None) -> list[Path]:
     return removed
 
 
+def vector_segments(table: Any) -> int:
+    """Segments of the table's vector index (0: none): the trained one plus a delta for
+    each optimize() that had new or rewritten rows. A search probes every one."""
+    stats = table.index_stats(VECTOR_INDEX)
+    return int(stats.num_indices) if stats is not None else 0
+
+
 def table_stats(table: Any, root: Path) -> dict[str, int]:
-    """Rows, fragments, versions and bytes on disk of a LanceDB table (optimize reports)."""
+    """Rows, fragments, versions, vector index segments and bytes on disk of a LanceDB
+    table (optimize reports)."""
     stats = table.stats()
     size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     return {"rows": int(stats["num_rows"]),
             "fragments": int(stats["fragment_stats"]["num_fragments"]),
-            "versions": len(table.list_versions()), "bytes": size}
+            "versions": len(table.list_versions()),
+            "vector_index_segments": vector_segments(table), "bytes": size}

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from golem.grimoire.embedder import Embedder
-from golem.grimoire.episodes import EpisodeStore
+from golem.grimoire.episodes import MAX_VECTOR_SEGMENTS, EpisodeStore
 from golem.grimoire.errors import (
     GrimoireError,
     InvalidMemory,
@@ -335,6 +335,30 @@ def test_index_build_keeps_recall_against_exact_search(tmp_path: Path,
     more = [make_episode(2000 + i) for i in range(40)]  # 440 rows >= 1.2 x 360: retrain
     store.upsert(more, clustered(rng, len(more), centers))
     assert store.maybe_build_index() is True
+
+
+def test_delta_segments_of_the_vector_index_are_merged_by_retraining(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    """Every optimize() over rewritten rows adds a segment that each search probes;
+    maintenance retrains once there are more than MAX_VECTOR_SEGMENTS."""
+    rng = np.random.default_rng(21)
+    centers = unit(rng, 8)
+    store = open_store(tmp_path / "ep", sig, index_min_rows=300)
+    episodes = [make_episode(i) for i in range(400)]
+    vectors = clustered(rng, len(episodes), centers)
+    store.upsert(episodes, vectors)
+    assert store.maybe_build_index() is True
+    segments = [store.optimize()["after"]["vector_index_segments"]]
+    for round_ in range(MAX_VECTOR_SEGMENTS + 1):  # consolidation's replay rewrites rows
+        store.increment_replay([e.id for e in episodes[round_ * 40:(round_ + 1) * 40]])
+        segments.append(store.optimize()["after"]["vector_index_segments"])
+    assert segments == list(range(1, MAX_VECTOR_SEGMENTS + 3))
+    assert store.maybe_build_index() is True  # no growth: only the segments call for it
+    report = store.optimize()
+    assert report["after"]["vector_index_segments"] == 1
+    assert store.maybe_build_index() is False
+    query = vectors[123]
+    assert [e.id for e, _ in store.search_vector(query, 1, ["main"])] == [episodes[123].id]
 
 
 def test_maintenance_folds_many_fresh_rows_into_the_text_index(tmp_path: Path,
