@@ -3,7 +3,8 @@
 Consolidation, the curator and dreams are later parts; this is the upkeep the
 stores need from day one. Decay runs every Delta tick (it is computed from each
 entry's reinforcement point, so cadence does not change the result); the ANN
-index is checked every tick and rebuilt only when the table has grown enough;
+index is checked every tick and rebuilt only when the table has grown enough or
+its delta segments (one per compaction over rewritten rows) pile up;
 LanceDB compaction and old-version cleanup run every ``optimize_every`` ticks,
 the semantic store's SQLite upkeep (ANALYZE, free pages, WAL truncation) every
 ``sqlite_every``.
