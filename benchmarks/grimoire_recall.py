@@ -110,10 +110,11 @@ def measure(n: int, data_dir: Path, queries: int) -> dict[str, Any]:
     texts = [QUERIES[i % len(QUERIES)] + f" #{n}-{i}" for i in range(queries)]
     warmup = [QUERIES[i] + f" warm-up {n}" for i in range(5)]
 
-    def bare(table: Any, vector: np.ndarray) -> object:
+    def bare(table: Any, vector: np.ndarray) -> Any:
+        """The bare search, not yet run."""
         return (table.search(vector).distance_type("cosine")
                 .where("namespace IN ('main')", prefilter=True)
-                .nprobes(store.nprobes).limit(10).to_arrow())
+                .nprobes(store.nprobes).limit(10))
 
     async def timed_recall(text: str) -> tuple[float, bool]:
         t0 = time.perf_counter()
@@ -125,7 +126,7 @@ def measure(n: int, data_dir: Path, queries: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         vector = embedder().embed([text])[0]
         t1 = time.perf_counter()
-        bare(tables[name], vector)
+        bare(tables[name], vector).to_arrow()
         return t1 - t0, time.perf_counter() - t1
 
     async def run() -> tuple[dict[str, list[float]], int]:
@@ -148,9 +149,7 @@ def measure(n: int, data_dir: Path, queries: int) -> dict[str, Any]:
         return samples, refused
 
     samples, refused = anyio.run(run, backend_options={"use_uvloop": True})
-    plan = (tables["budget"].search(embedder().embed([texts[0]])[0]).distance_type("cosine")
-            .where("namespace IN ('main')", prefilter=True).nprobes(store.nprobes)
-            .limit(10).analyze_plan())
+    plan = bare(tables["budget"], embedder().embed([texts[0]])[0]).analyze_plan()
     probed: dict[str, str] = {}
     for key, value in re.findall(r"(partitions_searched|index_comparisons)=([\d.]+ ?K?)", plan):
         probed.setdefault(key, value)  # the first of each: the vector index's own counts
