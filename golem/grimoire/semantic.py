@@ -33,6 +33,7 @@ from golem.grimoire.semantic_schema import (
     FACT_KEY_SQL,
     SELECT_ENTRY,
     Filters,
+    RowDecoder,
     SemanticStats,
     entry_row,
     row_entry,
@@ -66,6 +67,7 @@ class SemanticStore:
         self.signature_id = signature_id
         self.dim = dim
         self._vectors = VectorCache(db.matrix_rows, str(path))
+        self._decode = RowDecoder()
         self._tokenizer = semantic_fts.Tokenizer()
         self._lexicon: Lexicon | None = None  # loaded on the first lexical search of recall
 
@@ -175,7 +177,7 @@ class SemanticStore:
     def get(self, ids: Sequence[str]) -> list[SemanticEntry]:
         """Entries in the order asked; unknown ids are skipped."""
         rows = self._db.by_ids(f"SELECT {SELECT_ENTRY} FROM entries WHERE id IN", ids)  # noqa: S608
-        found = {row[0]: row_entry(row) for row in rows}
+        found = {row[0]: self._decode(row) for row in rows}
         return [found[i] for i in dict.fromkeys(ids) if i in found]
 
     def by_fact_keys(self, namespace: str, keys: Sequence[str]) -> dict[str, SemanticEntry]:
@@ -289,14 +291,15 @@ class SemanticStore:
             return [semantic_fts.search_text_ids(self._db, query, k, namespaces, filters)
                     for k, filters in wants]
         ranked = self._loaded_lexicon().search(phrases) if namespaces else []
-        admits = [self._vectors.admitter(namespaces, filters, self.dim) for _, filters in wants]
+        admitted = [self._vectors.admitted(namespaces, filters, self.dim) if k > 0 else set()
+                    for k, filters in wants]
         out: list[list[tuple[str, float]]] = [[] for _ in wants]
         open_wants = [i for i, (k, _) in enumerate(wants) if k > 0]
-        for entry_id, namespace, score in ranked:
+        for entry_id, _namespace, score in ranked:
             if not open_wants:
                 break
             for i in list(open_wants):
-                if admits[i](namespace, entry_id):
+                if entry_id in admitted[i]:
                     out[i].append((entry_id, score))
                     if len(out[i]) == wants[i][0]:
                         open_wants.remove(i)

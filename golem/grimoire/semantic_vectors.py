@@ -122,9 +122,8 @@ class NamespaceMatrix:
         return (self.ids, self.unit, self.status, self.entry_type, self.memory_type,
                 self.importance)
 
-    def search(self, query: Vector, filters: Filters,
-               ) -> tuple[npt.NDArray[np.str_], npt.NDArray[np.float32]]:
-        """Ids and cosine scores of the rows passing (statuses, entry/memory types, importance)."""
+    def passing(self, filters: Filters) -> npt.NDArray[np.bool_]:
+        """Which rows pass (statuses, entry/memory types, min importance)."""
         statuses, entry_types, memory_types, min_importance = filters
         mask = np.ones(len(self.ids), dtype=bool)
         for column, allowed in ((self.status, statuses), (self.entry_type, entry_types),
@@ -133,7 +132,12 @@ class NamespaceMatrix:
                 mask &= np.isin(column, [str(v) for v in allowed])
         if min_importance is not None:
             mask &= self.importance >= min_importance
-        rows = np.flatnonzero(mask)
+        return mask
+
+    def search(self, query: Vector, filters: Filters,
+               ) -> tuple[npt.NDArray[np.str_], npt.NDArray[np.float32]]:
+        """Ids and cosine scores of the rows passing the filters."""
+        rows = np.flatnonzero(self.passing(filters))
         if 4 * rows.size < len(self.ids):
             return self.ids[rows], self.unit[rows] @ query
         return self.ids[rows], (self.unit @ query)[rows]
@@ -175,27 +179,14 @@ class VectorCache:
         top = top_k(all_scores, k, all_ids)
         return list(zip(all_ids[top].tolist(), all_scores[top].tolist(), strict=True))
 
-    def admitter(self, namespaces: Sequence[str], filters: Filters,
-                 dim: int) -> Callable[[str, str], bool]:
-        """A test of (namespace, entry id) against the namespaces and filters, as search
-        applies them (for the lexical lists, ranked elsewhere)."""
-        statuses, entry_types, memory_types, min_importance = filters
-        allowed = [None if values is None else {str(v) for v in values}
-                   for values in (statuses, entry_types, memory_types)]
-        matrices = {ns: self.matrix(ns, dim) for ns in dict.fromkeys(namespaces)}
-
-        def admits(namespace: str, entry_id: str) -> bool:
-            matrix = matrices.get(namespace)
-            row = None if matrix is None else matrix.row_of.get(entry_id)
-            if matrix is None or row is None:
-                return False
-            for column, values in zip((matrix.status, matrix.entry_type, matrix.memory_type),
-                                      allowed, strict=True):
-                if values is not None and str(column[row]) not in values:
-                    return False
-            return min_importance is None or bool(matrix.importance[row] >= min_importance)
-
-        return admits
+    def admitted(self, namespaces: Sequence[str], filters: Filters, dim: int) -> set[str]:
+        """Ids of the namespaces' entries passing the filters, as search applies them (for
+        the lexical lists, ranked elsewhere; ids are unique across namespaces)."""
+        admitted: set[str] = set()
+        for namespace in dict.fromkeys(namespaces):
+            matrix = self.matrix(namespace, dim)
+            admitted.update(matrix.ids[matrix.passing(filters)].tolist())
+        return admitted
 
     def cosines(self, query: Vector, ids: Sequence[str], namespaces: Sequence[str],
                 dim: int) -> dict[str, float]:

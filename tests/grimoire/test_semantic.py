@@ -290,6 +290,25 @@ def test_record_access_counts_and_stamps(store: SemanticStore) -> None:
     assert store._db.query("PRAGMA synchronous", ()) == [(2,)]
 
 
+def test_get_reads_the_stored_row_each_time(store: SemanticStore, tmp_path: Path) -> None:
+    """Decoded entries are remembered by row, so a row changed by this store or by another
+    process (the CLI beside a running daemon) is read fresh, and an unchanged one is the
+    same object."""
+    put(store, (entry("x"), unit(0)))
+    first = store.get(["x"])[0]
+    assert store.get(["x"])[0] is first
+    store.record_access(["x"], 50.0)
+    assert store.get(["x"])[0].access_count == 1
+    other = SemanticStore.open(tmp_path / "grimoire.db", SIG, DIM)
+    try:
+        other.record_access(["x"], 60.0)
+    finally:
+        other.close()
+    x = store.get(["x"])[0]
+    assert (x.access_count, x.last_accessed) == (2, 60.0)
+    assert first.access_count == 0  # what was handed out before is not changed
+
+
 def test_reinforce_raises_confidence_up_to_one(store: SemanticStore) -> None:
     put(store, (entry("x", confidence=0.9), unit(0)))
     once = store.reinforce("x", 10.0, 0.05, True, 0.3)
