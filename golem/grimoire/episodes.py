@@ -6,6 +6,7 @@ one lock and are one commit per call (merge_insert on the stable id, so a
 re-captured event never duplicates). Search is exact (brute force) until
 ``index_min_rows``, then an IVF_SQ cosine index is trained and retrained as the
 table grows by a fifth; rows written since are still searched, unindexed.
+Replay counts live beside the table in replays.db (replays.py), not in its rows.
 Assumes one writing process (the data-dir lock holder).
 """
 
@@ -51,16 +52,17 @@ from golem.grimoire.episodes_schema import (
 )
 from golem.grimoire.errors import GrimoireError, InvalidMemory, SignatureMismatch, StoreCorrupt
 from golem.grimoire.records import Episode
+from golem.grimoire.replays import ReplayCounts
 from golem.grimoire.signature import ModelSignature
 
 log = structlog.get_logger("golem.grimoire")
 REINDEX_GROWTH = 1.2  # retrain the vector index when the table grew by 20% since training
 FTS_INDEX = "text_idx"  # LanceDB's default name for the index on "text"
 # Each optimize() with new or rewritten rows adds a delta segment to the vector index, and
-# a search probes every segment: under consolidation's replay rewrites (~1,900 rows a
+# a search probes every segment: when replay counts were a column (~1,900 rows rewritten a
 # Delta tick) an 8k-row table reached 13 segments in 12 ticks and ~30 later, its search
-# 4.4 -> 10-15 ms (exact search: ~10). Past this many the index is retrained (0.2 s at
-# 8k rows, 1.2 s at 19k), which leaves one.
+# 4.4 -> 10-15 ms (exact search: ~10). Capture and verification still add them. Past this
+# many the index is retrained (0.2 s at 8k rows, 1.2 s at 19k), which leaves one.
 MAX_VECTOR_SEGMENTS = 4
 FTS_REFRESH_ROWS = 1000
 _CONFIGURED = GrimoireSection()  # the defaults of a store opened without a config
@@ -82,6 +84,8 @@ class EpisodeStore:
         self._table = self._open_table(meta.table)
         self._write_lock = threading.RLock()
         self._namespaces: set[str] | None = None  # stored namespaces, read on first search
+        # Before any layout upgrade: that copy writes the replay_count column as 0.
+        self._replays = ReplayCounts.open(directory, self._legacy_replay_counts)
 
     # ----- opening --------------------------------------------------------------------------
 
@@ -201,10 +205,15 @@ class EpisodeStore:
         if not episodes:
             return 0
         data = to_table(episodes, vectors, self.signature.id, self._table.schema)
+        carried = {ep.id: ep.replay_count for ep in episodes if ep.replay_count > 0}
         with self._write_lock, self._vendor("upsert"):
             if self._namespaces is not None:  # before the commit: always a superset
                 self._namespaces |= {ep.namespace for ep in episodes}
+            stored = self._existing(list(carried)) if carried else set()
             self._table.merge_insert("id").when_not_matched_insert_all().execute(data)
+            # A new row's count (copied stores; capture brings 0); a stored one keeps its own.
+            # A crash between the two commits loses only these counts.
+            self._replays.insert_missing({i: n for i, n in carried.items() if i not in stored})
         return len(episodes)
 
     def _prefilter(self, namespaces: Sequence[str], since: float | None, until: float | None,
@@ -226,17 +235,42 @@ class EpisodeStore:
         return None if stored <= set(namespaces) else where
 
     def update(self, ids: Sequence[str], **fields: Any) -> int:
-        """Set replay_count / quality_verified / importance on the given ids."""
+        """Set replay_count / quality_verified / importance on the given ids; returns how
+        many of them exist."""
         unknown = set(fields) - UPDATABLE
         if unknown:
             raise InvalidMemory(f"update: cannot set {', '.join(sorted(unknown))} "
                                 f"(only {', '.join(sorted(UPDATABLE))})")
         values_sql = {name: sql_value(name, value) for name, value in fields.items()}
-        return self._update_sql(ids, values_sql) if values_sql else 0
+        replays = values_sql.pop("replay_count", None)
+        with self._write_lock:
+            done = self._update_sql(ids, values_sql) if values_sql else 0
+            if replays is not None:
+                stored = self._existing(ids)
+                existing = [i for i in dict.fromkeys(ids) if i in stored]
+                with self._vendor("replay count update"):
+                    self._replays.set(existing, int(replays))
+                done = len(existing)
+        return done
 
     def increment_replay(self, ids: Sequence[str]) -> int:
-        """replay_count += 1 on the given ids (consolidation replay), one commit per chunk."""
-        return self._update_sql(ids, {"replay_count": "replay_count + 1"})
+        """replay_count += 1 on the given ids that exist (consolidation replay): one
+        SQLite commit, no episode row rewritten. Returns how many."""
+        with self._write_lock:
+            stored = self._existing(ids)
+            existing = [i for i in dict.fromkeys(ids) if i in stored]
+            with self._vendor("replay count update"):
+                self._replays.increment(existing)
+        return len(existing)
+
+    def _existing(self, ids: Sequence[str]) -> set[str]:
+        """Which of the ids are stored (the id B-tree answers)."""
+        found: set[str] = set()
+        with self._vendor("id lookup"):
+            for chunk in id_chunks(ids):
+                found.update(str(r["id"]) for r in self._rows(sql_in("id", chunk), ["id"],
+                                                              len(chunk)))
+        return found
 
     def _update_sql(self, ids: Sequence[str], values_sql: dict[str, str]) -> int:
         self._require_match()
@@ -250,6 +284,9 @@ class EpisodeStore:
     def delete(self, ids: Sequence[str]) -> int:
         done = 0
         with self._write_lock, self._vendor("delete"):
+            # Counts first: a crash between leaves a row counted from 0, never a count
+            # waiting for a re-captured id.
+            self._replays.drop(ids)
             for chunk in id_chunks(ids):
                 done += int(self._table.delete(sql_in("id", chunk)).num_deleted_rows)
         return done
@@ -260,6 +297,7 @@ class EpisodeStore:
         with self._write_lock, self._vendor("delete"):
             ids = [str(r["id"]) for r in self._rows(where, ["id"], limit=2**31 - 1)]
             if ids:
+                self._replays.drop(ids)
                 self._table.delete(where)
         return ids
 
@@ -282,6 +320,7 @@ class EpisodeStore:
         keeps."""
         found = self._dense(vector, k, namespaces, (since, until, protocol, category),
                             ["id", *ROW_COLUMNS])
+        self._add_counts([row for row, _, _ in found])
         return [Found(str(row.pop("id")), similarity, vec, row)
                 for row, similarity, vec in found]
 
@@ -345,7 +384,7 @@ class EpisodeStore:
                       .select(["id", *ROW_COLUMNS, "vector", "_score"]).limit(k))
             found = _run(search if where is None else search.where(where))
         vectors = arrow_vectors(found, self.signature.dim)
-        rows = found.drop_columns(["vector"]).to_pylist()
+        rows = self._add_counts(found.drop_columns(["vector"]).to_pylist())
         return [Found(str(row.pop("id")), float(row.pop("_score")), vec, row)
                 for row, vec in zip(rows, vectors, strict=True)]
 
@@ -354,7 +393,8 @@ class EpisodeStore:
         found: dict[str, Episode] = {}
         with self._vendor("get"):
             for chunk in id_chunks(ids):
-                for row in self._rows(sql_in("id", chunk), list(ROW_COLUMNS), len(chunk)):
+                rows = self._rows(sql_in("id", chunk), ["id", *ROW_COLUMNS], len(chunk))
+                for row in self._add_counts(rows):
                     episode = from_row(row)
                     found[episode.id] = episode
         return [found[i] for i in dict.fromkeys(ids) if i in found]
@@ -367,6 +407,22 @@ class EpisodeStore:
                 for row in self._rows(sql_in("id", chunk), ["id", "vector"], len(chunk)):
                     out[row["id"]] = np.asarray(row["vector"], dtype=np.float32)
         return out
+
+    def _add_counts(self, rows: list[dict[str, Any]],
+                    counts: dict[str, int] | None = None) -> list[dict[str, Any]]:
+        """Give rows (with their "id") their replay counts, as from_row wants them."""
+        if counts is None:
+            with self._vendor("replay count read"):
+                counts = self._replays.get([str(r["id"]) for r in rows])
+        for row in rows:
+            row["replay_count"] = counts.get(row["id"], 0)
+        return rows
+
+    def _legacy_replay_counts(self) -> list[tuple[str, int]]:
+        """The counts the table's own column held before replays.db existed."""
+        with self._vendor("replay count copy"):
+            rows = self._rows("replay_count > 0", ["id", "replay_count"], 2**31 - 1)
+        return [(str(r["id"]), int(r["replay_count"])) for r in rows]
 
     def _rows(self, where: str, columns: list[str], limit: int) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = _run(self._query().where(where).select(columns)
@@ -392,9 +448,10 @@ class EpisodeStore:
     def iter_all(self, batch_size: int = 1024) -> Iterator[list[Episode]]:
         """Every episode, in batches (a snapshot of the table at the first read)."""
         with self._vendor("scan"):
-            reader = self._table.search().select(list(ROW_COLUMNS)).to_batches(batch_size)
+            counts = self._replays.all()
+            reader = self._table.search().select(["id", *ROW_COLUMNS]).to_batches(batch_size)
             for batch in reader:
-                yield [from_row(r) for r in batch.to_pylist()]
+                yield [from_row(r) for r in self._add_counts(batch.to_pylist(), counts)]
 
     def since(self, namespaces: Sequence[str], observed_after: float, until: float,
               limit: int, *, verified_only: bool = False) -> list[Episode]:
@@ -409,7 +466,7 @@ class EpisodeStore:
         if verified_only:
             clause += " AND quality_verified = true"
         with self._vendor("window scan"):
-            rows = self._rows(clause, list(ROW_COLUMNS), limit)
+            rows = self._add_counts(self._rows(clause, ["id", *ROW_COLUMNS], limit))
         return sorted((from_row(r) for r in rows), key=lambda e: (e.observed_at, e.id))
 
     # ----- maintenance ----------------------------------------------------------------------

@@ -45,8 +45,11 @@ _SCALARS: tuple[tuple[str, pa.DataType, bool], ...] = (
     ("record", pa.string(), False),  # JSON: every immutable field, the vector's signature
 )
 UPDATABLE = {"replay_count", "quality_verified", "importance"}
+# The replay_count column is written 0 and not read: counts live in replays.db (replays.py),
+# and the store adds each row's count (key "replay_count") before from_row.
+COLUMN_UPDATABLE = ("importance", "quality_verified")
 # What searches and gets read back to rebuild an Episode (no vector).
-ROW_COLUMNS: tuple[str, ...] = ("record", "text", *sorted(UPDATABLE))
+ROW_COLUMNS: tuple[str, ...] = ("record", "text", *COLUMN_UPDATABLE)
 ID_CHUNK = 1000  # ids per IN (...) statement
 
 
@@ -98,7 +101,7 @@ def to_table(episodes: Sequence[Episode], vectors: np.ndarray, signature_id: str
         row = (ep.id, ep.namespace, ep.chain_id, ep.block_number, float(ep.observed_at),
                ep.category, ep.protocol, ep.text,
                None if ep.importance is None else float(ep.importance),
-               bool(ep.quality_verified), ep.replay_count, _record_json(ep, signature_id))
+               bool(ep.quality_verified), 0, _record_json(ep, signature_id))
         for (name, _, _), value in zip(_SCALARS, row, strict=True):
             columns[name].append(value)
     dim = vectors.shape[1]
@@ -115,7 +118,7 @@ class Found(NamedTuple):
     id: str
     score: float
     vector: np.ndarray
-    row: dict[str, Any]  # the ROW_COLUMNS values
+    row: dict[str, Any]  # the ROW_COLUMNS values and "replay_count"
 
     def episode(self) -> Episode:
         return from_row(self.row)
@@ -140,7 +143,8 @@ def unit_vectors(vectors: np.ndarray, n: int, dim: int) -> np.ndarray:
 
 
 def from_row(row: dict[str, Any]) -> Episode:
-    """Inverse of to_table for one row of ROW_COLUMNS (other keys are ignored)."""
+    """An Episode from a row of ROW_COLUMNS plus its "replay_count" (other keys are
+    ignored)."""
     record = json.loads(row["record"])
     prov = record["provenance"]
     return Episode(

@@ -83,6 +83,53 @@ def test_round_trip_keeps_every_field(tmp_path: Path, sig: ModelSignature,
         e.id for e in episodes)
 
 
+def test_replays_are_counted_beside_the_table_not_in_its_rows(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    """Consolidation bumps ~1,900 replay counts a tick: no episode row is rewritten (the
+    vector index keeps one segment), and the counts survive a reopen."""
+    rng = np.random.default_rng(22)
+    store = open_store(tmp_path / "ep", sig, index_min_rows=300)
+    episodes = [make_episode(i) for i in range(400)]
+    store.upsert(episodes, clustered(rng, len(episodes), unit(rng, 8)))
+    assert store.maybe_build_index() is True
+    before = store.optimize()["after"]
+    ids = [e.id for e in episodes]
+    for _ in range(3):
+        assert store.increment_replay([*ids[:300], "missing"]) == 300
+    after = store.optimize()["after"]
+    assert after["vector_index_segments"] == before["vector_index_segments"] == 1
+    assert after["rows"] == before["rows"] == 400
+    assert store.maybe_build_index() is False
+    reopened = open_store(tmp_path / "ep", sig, index_min_rows=300)
+    counts = {e.id: e.replay_count for batch in reopened.iter_all() for e in batch}
+    assert counts == {i: 3 if n < 300 else 0 for n, i in enumerate(ids)}
+    hit = reopened.search_vector_hits(store.vectors([ids[5]])[ids[5]], 1, ["main"])[0]
+    assert hit.id == ids[5] and hit.episode().replay_count == 3
+    assert reopened.delete([ids[5]]) == 1
+    reopened.upsert([dataclasses.replace(episodes[5], replay_count=0)],
+                 clustered(rng, 1, unit(rng, 8)))  # the same event, captured again
+    assert reopened.get([ids[5]])[0].replay_count == 0  # its old count went with it
+
+
+def test_a_store_from_before_replays_db_keeps_its_counts(tmp_path: Path,
+                                                         sig: ModelSignature) -> None:
+    """Stores written before replays.db kept counts in the rows' replay_count column: the
+    first open copies them."""
+    import lancedb  # noqa: PLC0415 - writes the old layout's column directly
+
+    store = open_store(tmp_path / "ep", sig)
+    episodes = [make_episode(i) for i in range(5)]
+    store.upsert(episodes, unit(np.random.default_rng(23), 5))
+    table_name = json.loads((tmp_path / "ep" / "store.json").read_text())["table"]
+    lancedb.connect(str(tmp_path / "ep")).open_table(table_name).update(
+        where=f"id = '{episodes[1].id}'", values={"replay_count": 4})
+    (tmp_path / "ep" / "replays.db").unlink()
+    reopened = open_store(tmp_path / "ep", sig)
+    assert [e.replay_count for e in reopened.get([e.id for e in episodes])] == [0, 4, 0, 0, 0]
+    assert reopened.increment_replay([episodes[1].id]) == 1
+    assert reopened.get([episodes[1].id])[0].replay_count == 5
+
+
 def test_the_same_episode_written_twice_is_stored_once(tmp_path: Path, sig: ModelSignature,
                                                        embedder: Embedder) -> None:
     store = open_store(tmp_path / "ep", sig)
@@ -349,8 +396,9 @@ def test_delta_segments_of_the_vector_index_are_merged_by_retraining(
     store.upsert(episodes, vectors)
     assert store.maybe_build_index() is True
     segments = [store.optimize()["after"]["vector_index_segments"]]
-    for round_ in range(MAX_VECTOR_SEGMENTS + 1):  # consolidation's replay rewrites rows
-        store.increment_replay([e.id for e in episodes[round_ * 40:(round_ + 1) * 40]])
+    for round_ in range(MAX_VECTOR_SEGMENTS + 1):  # verification rewrites rows
+        store.update([e.id for e in episodes[round_ * 40:(round_ + 1) * 40]],
+                     quality_verified=True)
         segments.append(store.optimize()["after"]["vector_index_segments"])
     assert segments == list(range(1, MAX_VECTOR_SEGMENTS + 3))
     assert store.maybe_build_index() is True  # no growth: only the segments call for it
