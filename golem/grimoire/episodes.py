@@ -136,6 +136,10 @@ class EpisodeStore:
                      episodes=rows, seconds=round(time.perf_counter() - started, 1))
         return store
 
+    def close(self) -> None:
+        """Close the replay counts' SQLite file (LanceDB holds no handle to release)."""
+        self._replays.close()
+
     def reconnect(self) -> None:
         """Replace the LanceDB connection and its session with fresh ones. Each compaction
         or index build leaves memory in the session that its cache bounds do not cover

@@ -116,7 +116,11 @@ class Grimoire:
                    semantic=semantic, now=now, events=events)
 
     async def close(self) -> None:
-        await self._store(self.semantic.close)
+        def close_stores() -> None:
+            self.semantic.close()
+            self.episodes.close()
+
+        await self._store(close_stores)
 
     # --- writes ----------------------------------------------------------------------
 
