@@ -12,7 +12,9 @@ unavoidable work). The bare search runs at the store's LanceDB cache budget (the
 ratios) and at LanceDB's default caches (reported beside them). Each query runs
 recall and both bare searches back to back, in rotation (the 2-core machine drifts).
 Query texts are unique per size (the embedder remembers recent queries), and each size
-runs in its own process.
+runs in its own process, with the glibc heap tuned as the golem command tunes it (two
+arenas cost recall ~1.5 ms against glibc's default; runs before 2026-11-26's third
+session had the default, so they read that much faster than a golem).
 
     .venv/bin/python benchmarks/grimoire_recall.py [--sizes 10000,100000] [--queries 200]
         [--data-dir DIR]   # build the stores once there and reuse them
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -41,6 +44,7 @@ from golem.grimoire.episodes import EpisodeStore
 from golem.grimoire.grimoire import EPISODES_DIR, SEMANTIC_FILE, Grimoire
 from golem.grimoire.records import EntryType, MemoryType, SemanticEntry
 from golem.grimoire.semantic import SemanticStore
+from golem.runtime.heap import tune_heap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grimoire_ingest import peak_rss_mb
@@ -201,12 +205,14 @@ def main() -> int:
             results[str(n)] = json.loads(done.stdout)["sizes"][str(n)]
     else:
         n = sizes[0]
+        heap = tune_heap(os.environ)  # as the golem command: before the model and stores
         if args.data_dir is not None:
             results[str(n)] = measure(n, args.data_dir / f"recall{n}", args.queries)
         else:
             with tempfile.TemporaryDirectory() as tmp:
                 results[str(n)] = measure(n, Path(tmp), args.queries)
         results[str(n)]["peak_rss_mb"] = round(peak_rss_mb(), 1)
+        results[str(n)]["heap_tuned"] = heap
     out = {"benchmark": "grimoire_recall", "python": sys.version.split()[0], "sizes": results,
            "note": "each size runs in its own process; its peak RSS includes building the "
                    "stores (see grimoire_search.py for the steady-state probe)"}
