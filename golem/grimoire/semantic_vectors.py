@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -98,11 +97,6 @@ class NamespaceMatrix:
     def row(entry: SemanticEntry, blob: bytes) -> tuple[Any, ...]:
         return (entry.id, entry.status.value, entry.entry_type.value, entry.memory_type.value,
                 entry.importance, blob)
-
-    @cached_property
-    def row_of(self) -> dict[str, int]:
-        """Row of each id (rows never move within one matrix; writes build a new one)."""
-        return {entry_id: row for row, entry_id in enumerate(self.ids.tolist())}
 
     def without(self, ids: Sequence[str]) -> NamespaceMatrix:
         keep = ~np.isin(self.ids, list(ids))
