@@ -240,7 +240,8 @@ def create_table(db: Any, name: str, schema: pa.Schema) -> Any:
     return table
 
 
-def id_chunks(ids: Sequence[str]) -> Iterator[list[str]]:
+def id_chunks(ids: Sequence[str], size: int = ID_CHUNK) -> Iterator[list[str]]:
+    """The distinct ids, first seen first, in lists of at most ``size``."""
     unique = list(dict.fromkeys(ids))
-    for start in range(0, len(unique), ID_CHUNK):
-        yield unique[start:start + ID_CHUNK]
+    for start in range(0, len(unique), size):
+        yield unique[start:start + size]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from golem.grimoire.episodes_schema import id_chunks
 from golem.grimoire.errors import StoreCorrupt
 
 FILE = "replays.db"
@@ -61,7 +62,7 @@ class ReplayCounts:
         """Counts of the ids that have any (the others are 0)."""
         out: dict[str, int] = {}
         with self._lock:
-            for chunk in _chunks(ids):
+            for chunk in id_chunks(ids, CHUNK):
                 out.update(self._conn.execute(
                     f"SELECT id, n FROM replays WHERE id IN ({_marks(chunk)})",  # noqa: S608
                     chunk).fetchall())
@@ -97,7 +98,7 @@ class ReplayCounts:
 
     @staticmethod
     def _delete(c: sqlite3.Connection, ids: Sequence[str]) -> None:
-        for chunk in _chunks(ids):
+        for chunk in id_chunks(ids, CHUNK):
             c.execute(f"DELETE FROM replays WHERE id IN ({_marks(chunk)})", chunk)  # noqa: S608
 
     @contextmanager
@@ -110,12 +111,6 @@ class ReplayCounts:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
-
-
-def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
-    unique = list(dict.fromkeys(ids))
-    for start in range(0, len(unique), CHUNK):
-        yield unique[start:start + CHUNK]
 
 
 def _marks(chunk: Sequence[str]) -> str:
