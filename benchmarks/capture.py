@@ -46,7 +46,6 @@ import anyio.to_thread
 import numpy as np
 from grimoire_ingest import synthetic_episodes  # benchmarks/ is on sys.path when run
 
-from golem.chain.capture import decode_kept, episode_payload
 from golem.chain.cursor import CaptureStore
 from golem.chain.follower import Captured, ChainFollower, Idle, Rewound
 from golem.chain.reader import ChainReader
@@ -54,6 +53,7 @@ from golem.chain.render import render
 from golem.chain.tokens import TokenDirectory
 from golem.chain.watch import WatchList
 from golem.config import Config, GrimoireSection, load_config
+from golem.gamma.capture import decode_kept, episode_payload
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.memory_file import atomic_write

@@ -31,8 +31,8 @@ import anyio
 
 from golem.config import load_config
 from golem.consolidation.engine import ConsolidationEngine, EngineParams
-from golem.consolidation.facts import outcome_payload, revert_payload
 from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.payloads import outcome_payload, revert_payload
 from golem.grimoire.records import Episode, Pad, Provenance, episode_id
 
 REPO = Path(__file__).resolve().parents[1]

@@ -44,12 +44,13 @@ from typing import Any
 import anyio
 import numpy as np
 
-from golem.chain.capture import Escalation, GammaCapture
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
 from golem.cognition.model import IDENTITY
 from golem.cognition.prompt import ANSWER_REQUEST, SCHEMA_INSTRUCTIONS
 from golem.cognition.theta import STRATEGY, ThetaCycle, market_regime
 from golem.config import CognitionSection, load_config, parse_config
+from golem.gamma.capture import GammaCapture
+from golem.gamma.handoff import Escalation
 from golem.governor.assembly import AssemblySettings, assemble
 from golem.governor.categories import Category, Phase
 from golem.governor.governor import (
@@ -407,7 +408,7 @@ class Escalator:
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
         assert self.capture is not None
-        self.capture.escalations.append(Escalation(self.rng.choice(self.ids), 0.95, "bench"))
+        self.capture.to_theta.escalate([Escalation(self.rng.choice(self.ids), 0.95, "bench")])
         return None
 
 

@@ -39,13 +39,13 @@ import structlog
 from golem.config import load_config
 from golem.consolidation.curator_cycle import CuratorCycle
 from golem.consolidation.engine import ConsolidationEngine, EngineParams
-from golem.consolidation.facts import outcome_payload, revert_payload
 from golem.consolidation.replay import ReplayParams
 from golem.consolidation.retention import DAY_S, RetentionParams
 from golem.consolidation.retention_cycle import EpisodeRetention
 from golem.events import EventBus
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.maintenance import GrimoireMaintenance, disk_usage
+from golem.grimoire.payloads import outcome_payload, revert_payload
 from golem.grimoire.records import Episode, Pad, Provenance, episode_id
 from golem.runtime.handlers import TickContext
 

@@ -24,6 +24,7 @@ from golem import __version__
 from golem.config import LOOP_NAMES, Config, load_config, parse_config, speed_label
 from golem.errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, GolemError
 from golem.logging import configure_logging
+from golem.mortality.death import refuse_if_dead
 from golem.runtime.daemon import Daemon
 from golem.runtime.duration import format_duration, parse_duration
 from golem.runtime.handlers import HandlerRegistry
@@ -99,9 +100,10 @@ def _cmd_run(config_path: Path, stop_after: float | None,
     notifier = SystemdNotifier.from_environ()
     if registry is None:  # production: this build's components and handlers
         daemon = Daemon(config, build_registry(config), stop_after=stop_after,
-                        notifier=notifier, setup=wiring_setup)
+                        notifier=notifier, setup=wiring_setup, admit=refuse_if_dead)
     else:  # golem.testing's harness: scripted handlers, no components
-        daemon = Daemon(config, registry, stop_after=stop_after, notifier=notifier)
+        daemon = Daemon(config, registry, stop_after=stop_after, notifier=notifier,
+                        admit=refuse_if_dead)
     try:
         return anyio.run(daemon.run, backend_options={"use_uvloop": True})
     except GolemError as exc:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from golem.chain import watch
+from golem import config_checks
 from golem.errors import ConfigError
 
 if sys.version_info >= (3, 11):  # noqa: UP036 - tomli is the documented fallback below 3.11
@@ -466,7 +466,7 @@ def _check_cognition(cfg: Config) -> None:
         raise ConfigError(f"cognition.timeout_s: must be below theta.interval_s "
                           f"({_fmt(cfg.theta.interval_s)}), got {_fmt(cog.timeout_s)}")
     if cog.base_url:
-        problem = watch.url_problem(cog.base_url)
+        problem = config_checks.url_problem(cog.base_url)
         if problem or not cog.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"cognition.base_url: {problem or 'must be http(s)://'}")
 
@@ -485,12 +485,12 @@ def _check_mortality(cfg: Config) -> None:
 def _check_chain(chain: ChainSection) -> None:
     rpc = chain.rpc
     if rpc.url:
-        problem = watch.url_problem(rpc.url)
+        problem = config_checks.url_problem(rpc.url)
         if problem:
             raise ConfigError(f"chain.rpc.url: {problem}")
-    for key, values, check in (("addresses", rpc.addresses, watch.address_problem),
-                               ("events", rpc.events, watch.event_problem)):
-        found = watch.first_problem(values, check)
+    for key, values, check in (("addresses", rpc.addresses, config_checks.address_problem),
+                               ("events", rpc.events, config_checks.event_problem)):
+        found = config_checks.first_problem(values, check)
         if found:
             raise ConfigError(f"chain.rpc.{key}[{found[0]}]: {found[1]}")
     if rpc.backoff_max_s < rpc.backoff_base_s:

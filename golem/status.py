@@ -256,7 +256,7 @@ def _vitality_lines(report: dict[str, Any]) -> list[str]:
 def _wallet(data_dir: Path) -> dict[str, Any] | None:
     if not (data_dir / "chain").exists():
         return None
-    from golem.chain.positions import read_book  # noqa: PLC0415 - loads the EVM stack
+    from golem.actions.positions import read_book  # noqa: PLC0415 - loads the EVM stack
 
     return read_book(data_dir / "chain")
 

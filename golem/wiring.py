@@ -13,23 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from golem.config import Config
 from golem.runtime.daemon import SetupContext
 from golem.runtime.handlers import HandlerRegistry, TickHandler
 
 if TYPE_CHECKING:
-    from golem.chain.capture import GammaCapture
-    from golem.chain.execution import Executor
-    from golem.chain.source import SimulatedSource
-    from golem.cognition.cage import Cage
+    from golem.actions.execution import Executor
     from golem.cognition.model import ModelCognition
+    from golem.gamma.capture import GammaCapture
     from golem.grimoire.grimoire import Grimoire
     from golem.mortality.die import DeathKeeper
-    from golem.mortality.thanatopsis import Settle
     from golem.mortality.vitality_check import VitalityCheck
     from golem.mortality.vitality_store import Reading
+    from golem.runtime.jobs import Job
 
 # What each loop will do once its part exists; shown by `golem status`.
 PLANNED: dict[str, str] = {
@@ -59,7 +57,11 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
     await boot_lineage(ctx.config, grimoire, now=ctx.clock.now())
     capture = await _setup_capture(ctx, stack, grimoire) if ctx.config.chain.mode != "off" \
         else None
-    model = open_model(ctx.config, stack, grimoire, ctx.clock.now)
+    from golem.cognition.opening import open_model  # noqa: PLC0415
+    from golem.mortality.death import life_spend_limit_usd  # noqa: PLC0415
+
+    model = open_model(ctx.config, stack, grimoire, ctx.clock.now,
+                       life_limit_usd=life_spend_limit_usd(ctx.config.mortality))
     vitality = await _open_vitality(ctx, stack, model) if ctx.config.mortality.enabled \
         else None
     executor = await _setup_theta(
@@ -77,7 +79,8 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
     cons = ctx.config.consolidation
     maintenance = GrimoireMaintenance(
         grimoire, optimize_every=cons.optimize_every, decay=not cons.enabled,
-        disk_cap_bytes=cons.disk_cap_mb << 20, version_retention_s=cons.version_retention_s)
+        disk_cap_bytes=cons.disk_cap_mb << 20, version_retention_s=cons.version_retention_s,
+        scheduled=True)
     if cons.enabled:
         from golem.consolidation.delta import open_delta  # noqa: PLC0415
 
@@ -86,6 +89,7 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
     else:
         learning = maintenance
     ctx.registry.register("delta", WhileAlive(learning, keeper))
+    _schedule_jobs(ctx, stack, maintenance.jobs(ctx.config.loop("delta").interval_s), keeper)
     from golem.mortality.inherited_replay import InheritedReplay  # noqa: PLC0415
 
     replay = await InheritedReplay.open(ctx.config, grimoire)
@@ -93,6 +97,21 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
         ctx.registry.register("delta", WhileAlive(replay, keeper))
     # An unfinished death found at start-up resumes now, before any loop ticks.
     await keeper.resume_if_unfinished()
+
+
+def _schedule_jobs(ctx: SetupContext, stack: AsyncExitStack, jobs: Sequence[Job],
+                   keeper: DeathKeeper) -> None:
+    """Calendar jobs: apscheduler on the wall clock in real mode; in simulated mode a Delta
+    handler runs them on the golem clock (and, like learning, only while alive)."""
+    from golem.mortality.die import WhileAlive  # noqa: PLC0415
+    from golem.runtime.jobs import CalendarJobs, GolemClockJobs  # noqa: PLC0415
+
+    if ctx.config.clock.mode == "real":
+        calendar = CalendarJobs(jobs)
+        calendar.start()
+        stack.callback(calendar.shutdown)
+    else:
+        ctx.registry.register("delta", WhileAlive(GolemClockJobs(jobs), keeper))
 
 
 async def _open_vitality(ctx: SetupContext, stack: AsyncExitStack,
@@ -110,6 +129,7 @@ def _open_death(ctx: SetupContext, grimoire: Grimoire, model: ModelCognition | N
                 executor: Executor | None) -> DeathKeeper:
     """Thanatopsis, for vitality's Terminal and the operator's `golem die`. Settle closes the
     wallet's positions on chain (nothing to settle without an executor or in a dry run)."""
+    from golem.actions.opening import settle_with  # noqa: PLC0415
     from golem.mortality.die import open_death_keeper  # noqa: PLC0415
 
     return open_death_keeper(ctx, grimoire, model,
@@ -121,11 +141,11 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
     """Gamma's capture over the simulated market or a node over RPC."""
     import anyio.to_thread  # noqa: PLC0415
 
-    from golem.chain.capture import GammaCapture  # noqa: PLC0415
     from golem.chain.cursor import CaptureStore  # noqa: PLC0415
     from golem.chain.rpc import open_reader  # noqa: PLC0415
     from golem.chain.source import SimulatedSource  # noqa: PLC0415
     from golem.chain.watch import WatchList  # noqa: PLC0415
+    from golem.gamma.capture import GammaCapture  # noqa: PLC0415
 
     chain = ctx.config.chain
     store = await anyio.to_thread.run_sync(CaptureStore.open, ctx.config.data_dir / "chain")
@@ -148,26 +168,6 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
     return capture
 
 
-def open_model(config: Config, stack: AsyncExitStack, grimoire: Grimoire,
-               now: Callable[[], float]) -> ModelCognition | None:
-    """The model tiers, when configured: one instance, one spend ledger, shared by Theta's
-    decisions, Delta's consolidation, rewrite and Loop 3 calls, and the death reflection."""
-    if config.cognition.provider != "anthropic":
-        return None
-    from golem.cognition.keys import load_api_key  # noqa: PLC0415
-    from golem.cognition.model import LEDGER_FILE, ModelCognition  # noqa: PLC0415
-
-    model = ModelCognition.open(config.cognition, load_api_key(config),
-                                config.data_dir / "cognition" / LEDGER_FILE, grimoire, now)
-    stack.push_async_callback(model.aclose)
-    if config.mortality.enabled:  # the death reserve is ring-fenced from normal life
-        from golem.mortality.death import death_reserve_usd  # noqa: PLC0415
-
-        model.ledger.limit_life(config.mortality.starting_budget_usd
-                                - death_reserve_usd(config.mortality))
-    return model
-
-
 async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimoire,
                        capture: GammaCapture | None, model: ModelCognition | None, *,
                        vitality_reader: Callable[[], Reading] | None = None,
@@ -177,10 +177,12 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     and Settle."""
     import anyio.to_thread  # noqa: PLC0415
 
+    from golem.actions.opening import build_cage, open_actions  # noqa: PLC0415
     from golem.cognition.journal import DecisionJournal  # noqa: PLC0415
     from golem.cognition.theta import ThetaCycle  # noqa: PLC0415
     from golem.governor.governor import ContextGovernor  # noqa: PLC0415
     from golem.governor.policy_store import PolicyStore  # noqa: PLC0415
+    from golem.mortality.death import accepting_new_positions  # noqa: PLC0415
     from golem.runtime.state import StateStore  # noqa: PLC0415
 
     data_dir = ctx.config.data_dir
@@ -194,87 +196,14 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     stack.callback(policies.close)
     watched = tuple(capture.watch.addresses) if capture else ()
     cage = build_cage(ctx.config, watched)
-    governor = ContextGovernor(grimoire, ctx.config.theta_context.total_budget)
-    executor = await open_actions(ctx.config, stack, grimoire, cage, source=capture.market,
-                                  now=ctx.clock.now) if capture is not None else None
+    governor = ContextGovernor(grimoire, ctx.config.theta_context.total_budget,
+                               phase_scaled=vitality_reader is not None)
+    executor = await open_actions(
+        ctx.config, stack, grimoire, cage, source=capture.market, now=ctx.clock.now,
+        accepting=lambda: accepting_new_positions(data_dir)) if capture is not None else None
     ctx.registry.register("theta", ThetaCycle(
-        governor, journal, policies, cage, capture, ctx.events,
+        governor, journal, policies, cage, capture.to_theta if capture else None, ctx.events,
         loop2_every=ctx.config.theta_context.loop2_every, model=model,
         t2_curiosity=ctx.config.cognition.t2_curiosity, vitality_reader=vitality_reader,
         executor=executor))
     return executor
-
-
-def build_cage(config: Config, watched: Sequence[str]) -> Cage:
-    """The policy cage; with no allowed_contracts, the contracts capture watches."""
-    from golem.cognition.cage import Cage  # noqa: PLC0415
-
-    cfg = config.cage
-    return Cage(frozenset(cfg.allowed_contracts or watched), frozenset(cfg.allowed_assets),
-                cfg.max_notional_usd, cfg.max_position_usd, cfg.max_drawdown, cfg.max_approval)
-
-
-async def open_actions(config: Config, stack: AsyncExitStack, grimoire: Grimoire, cage: Cage,
-                       *, source: SimulatedSource | None,
-                       now: Callable[[], float]) -> Executor | None:
-    """The executor (actions.enabled): on the simulated market when there is one, else over
-    RPC with actions.market_file; None when it cannot act (the reason is logged)."""
-    if not config.actions.enabled:
-        return None
-    import os  # noqa: PLC0415
-
-    import anyio.to_thread  # noqa: PLC0415
-
-    from golem.chain.execution import open_executor, open_rpc_executor  # noqa: PLC0415
-    from golem.mortality.death import accepting_new_positions  # noqa: PLC0415
-
-    executor = await anyio.to_thread.run_sync(lambda: open_executor(
-        config, source, cage, grimoire, now=now(), environ=os.environ)
-        if source is not None else open_rpc_executor(config, cage, grimoire,
-                                                     environ=os.environ))
-    if executor is not None:
-        stack.callback(executor.book.close)
-        data_dir = config.data_dir
-        # from the death protocol's Acceptance on, no new positions
-        executor.accepting = lambda: accepting_new_positions(data_dir)
-    return executor
-
-
-def settle_with(executor: Executor | None, now: Callable[[], float]) -> Settle | None:
-    """Thanatopsis' Settle: every position back to USDC on chain (None: nothing can settle,
-    no executor or a dry run)."""
-    if executor is None or executor.dry_run:
-        return None
-    live = executor
-
-    async def settle_positions() -> dict[str, Any]:
-        return await live.settle(now())
-    return settle_positions
-
-
-async def open_settle(config: Config, stack: AsyncExitStack, grimoire: Grimoire,
-                      now: Callable[[], float]) -> Settle | None:
-    """Settle for `golem die` with no daemon running: the simulated chain is rebuilt from its
-    journal first (about 0.15 s per journalled market step), a node is used as it is."""
-    if not config.actions.enabled or config.dry_run or config.chain.mode == "off":
-        return None
-    import anyio.to_thread  # noqa: PLC0415
-
-    source = None
-    watched: tuple[str, ...] = tuple(config.chain.rpc.addresses)
-    if config.chain.mode == "simulated":
-        from golem.chain.cursor import CaptureStore  # noqa: PLC0415
-        from golem.chain.source import SimulatedSource  # noqa: PLC0415
-
-        if not (config.data_dir / "chain").exists():
-            return None  # it never ran on a chain: nothing was ever bought
-        store = await anyio.to_thread.run_sync(CaptureStore.open, config.data_dir / "chain")
-        stack.callback(store.close)
-        if store.sim_meta("seed") is None:
-            return None
-        source = await anyio.to_thread.run_sync(
-            SimulatedSource.create, config.golem.seed, config.clock.start.timestamp(), store)
-        watched = tuple(source.watch.addresses)
-    executor = await open_actions(config, stack, grimoire, build_cage(config, watched),
-                                  source=source, now=now)
-    return settle_with(executor, now)

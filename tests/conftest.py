@@ -16,6 +16,7 @@ from hypothesis import settings
 
 from golem.config import Config, load_config
 from golem.logging import configure_logging
+from golem.mortality.death import refuse_if_dead
 from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
 from golem.testing.anvil import ANVIL_ENV, REPO_ANVIL, AnvilNode, find_anvil
@@ -81,7 +82,8 @@ def run_daemon(config: Config, registry: HandlerRegistry | None = None,
     """Run the real daemon in this process; returns (exit status, daemon, log output)."""
     stream = io.StringIO()
     configure_logging(config.logging.level, "json", stream)
-    daemon = Daemon(config, registry or HandlerRegistry(), stop_after=stop_after)
+    daemon = Daemon(config, registry or HandlerRegistry(), stop_after=stop_after,
+                    admit=refuse_if_dead)  # as the CLI builds it
     code = anyio.run(daemon.run, backend_options={"use_uvloop": True})
     return code, daemon, stream.getvalue()
 

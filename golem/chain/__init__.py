@@ -1,1 +1,2 @@
-"""Chain access: the simulated market's contracts, their artifacts and decoders."""
+"""Chain access: EVM adapters, RPC, the reader, follower and reorg window, and the
+simulated market."""

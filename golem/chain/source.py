@@ -26,8 +26,8 @@ from golem.chain.cursor import CaptureStore
 from golem.chain.evm import ChainError, SimulatedEvm, TxResult
 from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, Market, deploy_market
 from golem.chain.reader import InProcessReader
-from golem.chain.signer import send_eth, submit_raw
 from golem.chain.simulator import MarketSimulator, RegimeSwitch, StepReport
+from golem.chain.transactions import send_eth, submit_raw
 from golem.chain.watch import WatchList
 from golem.errors import ConfigError
 

@@ -3,21 +3,17 @@
 Addresses are 20-byte hex; events are given either as a Solidity signature
 ("Swap(address,uint256,uint256,uint256,uint256,address)", hashed to topic0 here)
 or directly as a 32-byte topic0. No events means every event of the watched
-addresses. Problems come back as strings naming the offending entry so config
-loading can report them against the key (exit 78).
+addresses. The entries' syntax is checked by golem.config_checks, which config
+loading runs first, so a bad entry is reported against its key (exit 78).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
-_TOPIC = re.compile(r"0x[0-9a-fA-F]{64}")
-_SIGNATURE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\((?:[a-z0-9\[\](),]*)\)")
-URL_SCHEMES = ("http", "https", "ws", "wss")
+from golem.config_checks import TOPIC0, event_problem
 
 
 @dataclass(frozen=True)
@@ -51,47 +47,8 @@ def event_topic(event: str) -> str:
     if problem:
         raise ValueError(problem)
     text = event.strip()
-    if _TOPIC.fullmatch(text):
+    if TOPIC0.fullmatch(text):
         return text.lower()
     from eth_utils.crypto import keccak  # noqa: PLC0415 - 0.26 s to import; config checks skip it
 
     return "0x" + keccak(text=re.sub(r"\s+", "", text)).hex()
-
-
-def address_problem(value: str) -> str | None:
-    if not _ADDRESS.fullmatch(value):
-        return f"{value!r} is not a 0x address of 20 bytes (40 hex digits)"
-    return None
-
-
-def event_problem(value: str) -> str | None:
-    text = value.strip()
-    if _TOPIC.fullmatch(text) or _SIGNATURE.fullmatch(re.sub(r"\s+", "", text)):
-        return None
-    return (f"{value!r} is neither an event signature like "
-            "'Transfer(address,address,uint256)' nor a 0x topic0 of 32 bytes")
-
-
-def url_problem(value: str) -> str | None:
-    """Why `value` cannot be a node URL, or None."""
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - parsing the port validates it
-    except ValueError as exc:
-        return f"{value!r} is not a URL ({exc})"
-    if parts.scheme not in URL_SCHEMES:
-        return (f"{value!r}: the scheme must be one of {', '.join(URL_SCHEMES)} "
-                f"(got {parts.scheme or 'none'!r})")
-    if not parts.hostname:
-        return f"{value!r} has no host"
-    return None
-
-
-def first_problem(values: Sequence[str],
-                  check: Callable[[str], str | None]) -> tuple[int, str] | None:
-    """(index, message) of the first entry `check` rejects, or None."""
-    for i, value in enumerate(values):
-        problem = check(value)
-        if problem is not None:
-            return i, problem
-    return None

@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from golem.actions.proposal import ACTION_KINDS, ProposedAction
+
 DIRECTIONS = ("up", "down", "flat")
-ACTION_KINDS = ("swap", "add_liquidity", "remove_liquidity", "supply", "withdraw", "approve",
-                "hold")
 MAX_ANALYSIS_CHARS = 4000
 MAX_ITEMS = 20
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
@@ -38,17 +38,6 @@ class Prediction:
     magnitude: float  # fractional move, e.g. 0.02 for 2%
     confidence: float
     horizon_ticks: int
-
-
-@dataclass(frozen=True)
-class ProposedAction:
-    kind: str
-    contract: str = ""
-    asset_in: str = ""
-    asset_out: str = ""
-    amount: float = 0.0
-    notional_usd: float = 0.0
-    reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from golem.cognition.decisions import Decision, Prediction, ProposedAction
+from golem.actions.proposal import ProposedAction
+from golem.cognition.decisions import Decision, Prediction
 from golem.perception.market import PricePoint
 
 MOMENTUM = 0.015

@@ -35,8 +35,9 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from golem.actions.proposal import ACTION_KINDS
 from golem.chain.untrusted import UntrustedText, fence
-from golem.cognition.decisions import ACTION_KINDS, DIRECTIONS
+from golem.cognition.decisions import DIRECTIONS
 from golem.governor.categories import Category
 from golem.governor.workspace import Block, CognitiveWorkspace, Disclosure, Placed
 from golem.redact import redact

@@ -1,11 +1,13 @@
 """Theta's decision cycle: the Governor assembles, the tier decides, the cage checks,
 the journal records, and the feedback loops learn.
 
-Each Theta tick: read the price feed's recent answers and the events Gamma
-escalated; the Context Governor assembles a budgeted workspace from recall and
-live state under the current ContextPolicy; the cognitive tier decides over
-that workspace (today the offline tier: model providers are wired next); every
-proposed action passes the policy cage; the decision, its predictions and its
+Each Theta tick: take the price feed's recent answers and the events Gamma
+escalated from Gamma's hand-off (golem.gamma.handoff); the Context Governor
+assembles a budgeted workspace from recall and live state under the current
+ContextPolicy (its budget scaled by the vitality phase when mortality is on); the
+tier router picks the offline tier (T0) or a model tier (T1/T2, when a model is
+configured and affordable), which decides over that workspace; every proposed
+action passes the policy cage; the decision, its predictions and its
 Loop 1 outcome (categories injected and referenced, missing context) are
 journalled in one transaction. Predictions whose horizon passed are scored
 against the price Gamma observed, which gives each outcome its quality. Every
@@ -15,7 +17,7 @@ P-frame bookkeeping (seed 002 S2.2, golem.cognition.frames): an I-frame's worksp
 becomes the keyframe, sent in full (and cached by the API); each P-frame after it
 resends the previous request byte-identical (read from the cache) plus the changes
 since that request, until next_frame calls for a new keyframe. Accepted actions go to
-the executor (golem.chain.execution), which checks the cage again with the current
+the executor (golem.actions.execution), which checks the cage again with the current
 portfolio before signing; without one nothing acts on chain.
 """
 
@@ -25,14 +27,15 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
 import structlog
 
+from golem.actions.cage import Cage, Portfolio, Verdict, check
+from golem.actions.proposal import ProposedAction
 from golem.cognition import offline
-from golem.cognition.cage import Cage, Portfolio, Verdict, check
-from golem.cognition.decisions import Decision, Malformed, ProposedAction
+from golem.cognition.decisions import Decision, Malformed
 from golem.cognition.frames import Keyframes
 from golem.cognition.journal import DecisionJournal, Outcome
 from golem.cognition.predictions import score_prediction
@@ -45,21 +48,19 @@ from golem.events import (
     ContextRegimeOverride,
     EventBus,
 )
+from golem.gamma.handoff import Escalation, GammaHandoff
 from golem.governor.categories import Category, MarketRegime, Phase
 from golem.governor.feedback import FeedbackSample, run_loop2
 from golem.governor.governor import Assembly, ContextGovernor, LiveItem
 from golem.governor.policy_store import PolicyConflict, PolicyStore
 from golem.governor.workspace import CognitiveWorkspace
 from golem.grimoire.memory_file import read_text
-from golem.mortality.budget import phase_budget
 from golem.perception.market import PricePoint, move_label, move_phrase
 from golem.runtime.handlers import TickContext, TickCounters
 
 if TYPE_CHECKING:
-    from golem.chain.capture import Escalation, GammaCapture
-    from golem.chain.execution import Executor
+    from golem.actions.execution import Executor
     from golem.cognition.model import ModelCognition
-    from golem.mortality.vitality_store import Reading
 
 log = structlog.get_logger("golem.theta")
 
@@ -116,26 +117,44 @@ class Thought:
     cited: frozenset[str] = frozenset()
 
 
+class VitalitySignal(Protocol):
+    """What Theta needs of vitality each tick (mortality's newest reading)."""
+
+    @property
+    def phase(self) -> Phase: ...
+
+    @property
+    def composite(self) -> float: ...
+
+    @property
+    def cause(self) -> str: ...
+
+
 @dataclass
 class ThetaCycle:
+    """Theta's tick handler. Inputs arrive at wiring time: Gamma's hand-off (prices and
+    escalations; None when chain capture is off), the vitality reader (None: mortality is
+    off, phase taken as Stable), the model (None: the offline tier only) and the executor
+    (None: decisions are recorded, nothing acts on chain). Every tick journals exactly one
+    decision record; a malformed model answer is recorded and never acted on."""
+
     grimoire_governor: ContextGovernor
     journal: DecisionJournal
     policies: PolicyStore
     cage: Cage
-    capture: GammaCapture | None = None
+    gamma: GammaHandoff | None = None
     events: EventBus | None = None
     loop2_every: int = 50
     model: ModelCognition | None = None
     t2_curiosity: float = 0.8
     # the newest vitality reading (mortality's store); None: mortality is off (Stable, 1.0)
-    vitality_reader: Callable[[], Reading] | None = None
-    # carries accepted actions out on chain (golem.chain.execution); None: record only
+    vitality_reader: Callable[[], VitalitySignal] | None = None
+    # carries accepted actions out on chain (golem.actions.execution); None: record only
     executor: Executor | None = None
     name: str = "theta-decision"
     _regime: MarketRegime | None = field(default=None, init=False)
     _frames: Keyframes = field(default_factory=Keyframes, init=False)
-    _base_budget: int = field(default=0, init=False)  # the configured (full) budget
-    _reading: Reading | None = field(default=None, init=False)  # this tick's, for live state
+    _reading: VitalitySignal | None = field(default=None, init=False)  # this tick's
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
         feed, prices = self._feed()
@@ -143,11 +162,9 @@ class ThetaCycle:
         escalated = [e.episode_id for e in escalations]
         regime = market_regime(prices)
         phase, vitality = Phase.STABLE, 1.0
-        if self.vitality_reader is not None:  # mortality is on: the phase sizes the budget
+        if self.vitality_reader is not None:  # mortality is on: the Governor scales by phase
             self._reading = await anyio.to_thread.run_sync(self.vitality_reader)
             phase, vitality = self._reading.phase, self._reading.composite
-            self._base_budget = self._base_budget or self.grimoire_governor.total_budget
-            self.grimoire_governor.total_budget = phase_budget(self._base_budget, phase)
         policy = await anyio.to_thread.run_sync(self.policies.latest)
         portfolio, holdings = await self.executor.view() if self.executor else (NO_POSITIONS, ())
         live = [*self._live(feed, prices, escalated, self._positions(holdings)),
@@ -237,7 +254,7 @@ class ThetaCycle:
                      links: tuple[CognitiveWorkspace, ...],
                      holdings: tuple[tuple[str, float], ...] = ()) -> Thought:
         """The model's decision for T1/T2 (or why not), else the offline tier's."""
-        pool = self.executor.valuer.market.pair_weth_usdc if self.executor else ""
+        pool = self.executor.trade_pool if self.executor else ""
         if pool and not check(ProposedAction("swap", pool, offline.QUOTE, offline.BASE),
                               self.cage, NO_POSITIONS).accepted:
             pool = ""  # the cage would refuse any trade there: the offline tier holds
@@ -263,17 +280,10 @@ class ThetaCycle:
     # --- inputs --------------------------------------------------------------------
 
     def _feed(self) -> tuple[str | None, tuple[PricePoint, ...]]:
-        if self.capture is None or not self.capture.prices:
-            return None, ()
-        feed = sorted(self.capture.prices)[0]
-        return feed, self.capture.prices[feed]
+        return self.gamma.latest_feed() if self.gamma is not None else (None, ())
 
     def _drain_escalations(self) -> list[Escalation]:
-        if self.capture is None:
-            return []
-        taken = list(self.capture.escalations)
-        self.capture.escalations.clear()
-        return taken
+        return self.gamma.drain() if self.gamma is not None else []
 
     @staticmethod
     def _query(feed: str | None, prices: tuple[PricePoint, ...]) -> str:

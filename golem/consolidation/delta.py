@@ -184,6 +184,15 @@ async def _counters(report: Awaitable[RetentionReport]) -> Mapping[str, Any]:
     return (await report).counters()
 
 
+def _mandate(config: Config) -> str:
+    """The golem's standing orders, as MEMORY.md states them."""
+    acting = (" and acted on within the policy cage (a dry run: nothing is sent)"
+              if config.dry_run else " and acted on within the policy cage"
+              ) if config.actions.enabled else ", checked by the policy cage, not executed " \
+        "(actions are off)"
+    return f"Learn the {config.chain.mode} market it watches; decisions are recorded{acting}"
+
+
 async def open_delta(config: Config, grimoire: Grimoire,
                      maintenance: Callable[[TickContext], Awaitable[TickCounters | None]],
                      stack: AsyncExitStack, events: EventBus | None = None, *,
@@ -225,8 +234,7 @@ async def open_delta(config: Config, grimoire: Grimoire,
         lab=lab, events=events)
     memory = WorkingMemoryCycle(
         grimoire, grimoire.memory_path, events, name=config.golem.name,
-        mandate=f"Learn the {config.chain.mode} market it watches; decisions are recorded "
-                "and checked by the policy cage, not executed (execution is not built yet)",
+        mandate=_mandate(config),
         model=None if model is None else memory_writer(model),
     ) if cons.memory_rewrite else None
     return DeltaCycle(

@@ -10,7 +10,7 @@ would fake low rates. What recurs is strengthened by recurring in new data: the
 same key reinforces the stored entry. Replayed old episodes still feed clustering,
 model-assisted insights and dreams.
 
-The revert and strategy-outcome episode conventions live in facts.py. Pure.
+The revert and strategy-outcome episode conventions live in golem.grimoire.payloads. Pure.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from golem.consolidation import baselines, causal, facts
 from golem.consolidation.facts import FactCandidate
+from golem.grimoire.payloads import OUTCOME_CATEGORY, REVERT_CATEGORY
 from golem.grimoire.records import Episode, FactKind
 
 
@@ -42,7 +43,7 @@ class ExtractParams:
 def chain_events(episodes: Sequence[Episode]) -> list[Episode]:
     """The market's own events: the golem's reverts and action outcomes are not part of
     any pool's size or rate baseline."""
-    own = (facts.REVERT_CATEGORY, facts.OUTCOME_CATEGORY)
+    own = (REVERT_CATEGORY, OUTCOME_CATEGORY)
     return [e for e in episodes if e.category not in own]
 
 

@@ -3,14 +3,8 @@
 Every candidate carries a stable identity ``key`` (also stored as ``fact["key"]``), so a
 later run recognises "the same fact" and reinforces it instead of writing a twin.
 
-Also the one place that defines the episode conventions extraction reads beyond the
-decoded chain events (Gamma does not capture these yet):
-
-- a reverted transaction: category ``"revert"``, payload ``{"event": "Reverted",
-  "address": <to>, "function": <name>, "token": <token address or None>,
-  "action": <e.g. "sell">}``;
-- an action outcome: category ``"strategy_outcome"``, payload ``{"action": str,
-  "result": "ok" | "reverted", "pnl_usd": float, ...}``.
+Anti-knowledge and procedural facts read the revert and action-outcome episodes
+whose conventions golem.grimoire.payloads defines.
 
 Pure: records in, records out.
 """
@@ -22,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from golem.grimoire.payloads import OUTCOME_CATEGORY, REVERT_CATEGORY, REVERT_EVENT
 from golem.grimoire.records import (
     DecayClass,
     EntryType,
@@ -31,21 +26,7 @@ from golem.grimoire.records import (
     SemanticEntry,
 )
 
-REVERT_CATEGORY = "revert"
-REVERT_EVENT = "Reverted"
-OUTCOME_CATEGORY = "strategy_outcome"
 MAX_SOURCES = 32  # source episode ids kept per fact (the newest)
-
-
-def revert_payload(address: str, function: str, token: str | None, action: str) -> dict[str, Any]:
-    """The payload of a revert episode (the convention above)."""
-    return {"event": REVERT_EVENT, "address": address, "function": function, "token": token,
-            "action": action}
-
-
-def outcome_payload(action: str, result: str, pnl_usd: float) -> dict[str, Any]:
-    """The payload of a strategy_outcome episode (the convention above)."""
-    return {"action": action, "result": result, "pnl_usd": pnl_usd}
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from golem.consolidation import replay
-from golem.consolidation.facts import OUTCOME_CATEGORY, REVERT_CATEGORY
+from golem.grimoire.payloads import OUTCOME_CATEGORY, REVERT_CATEGORY
 from golem.grimoire.records import Episode
 
 DAY_S = 86400.0

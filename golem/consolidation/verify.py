@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from golem.chain.decoding import KNOWN_EVENTS
-from golem.consolidation.facts import OUTCOME_CATEGORY, REVERT_CATEGORY, REVERT_EVENT
+from golem.grimoire.payloads import OUTCOME_CATEGORY, REVERT_CATEGORY, REVERT_EVENT
 from golem.grimoire.records import Episode
 
 # event name -> the ABIs registered under it ({arg name -> ABI type}); ERC20 and ERC721

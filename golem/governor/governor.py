@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from golem.governor.assembly import AssemblySettings, assemble
 from golem.governor.attention import AttentionInputs, attention_score
+from golem.governor.budget import phase_budget
 from golem.governor.categories import Category, MarketRegime, Phase
 from golem.governor.policy import ContextPolicy
 from golem.governor.workspace import Candidate, CognitiveWorkspace
@@ -88,9 +89,14 @@ def live_candidate(item: LiveItem, vitality: float) -> Candidate:
 class ContextGovernor:
     """Selects and allocates; it is not a retriever (recall is the Grimoire's)."""
 
-    def __init__(self, grimoire: Grimoire, total_budget: int) -> None:
+    def __init__(self, grimoire: Grimoire, total_budget: int, *,
+                 phase_scaled: bool = False) -> None:
+        """``total_budget``: the configured (base) token budget. ``phase_scaled``: each
+        assembly's budget is the base scaled by the phase it is given (seed 000; on when
+        mortality is), else the base whatever the phase."""
         self.grimoire = grimoire
         self.total_budget = total_budget
+        self.phase_scaled = phase_scaled
         self.previous: CognitiveWorkspace | None = None
 
     async def assemble(self, policy: ContextPolicy, *, query: str, live: Sequence[LiveItem],
@@ -123,7 +129,9 @@ class ContextGovernor:
                     curiosity=max(0.8, _unit(episode.curiosity))), vitality).total))
         candidates += [live_candidate(item, vitality) for item in live]
         allocations = policy.effective(phase=phase, regime=regime)
-        workspace = assemble(candidates, allocations, self.total_budget,
+        budget = phase_budget(self.total_budget, phase) if self.phase_scaled \
+            else self.total_budget
+        workspace = assemble(candidates, allocations, budget,
                              AssemblySettings.from_retrieval(policy.retrieval), self.previous)
         self.previous = workspace
         return Assembly(workspace, allocations, policy.revision,

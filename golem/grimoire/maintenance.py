@@ -15,12 +15,12 @@ compaction and SQLite upkeep run at once instead of waiting for their turn
 (again only after a further 10% of growth, so a store that is legitimately big
 is not compacted every hour).
 
-Delta ticks, not apscheduler, in every mode: the tick follows the golem clock
-(the wall clock in real mode, so 144 ten-minute ticks are a day), runs under
-the tick deadline and SIGTERM handling, logs its counters with the tick, and
-never overlaps the Delta work that writes the same stores. None of this needs
-calendar alignment, misfire catch-up or persisted jobs, which is what
-apscheduler would add.
+Built with ``scheduled=True`` (what wiring does), compaction and SQLite upkeep
+are calendar jobs instead (``jobs()``, golem.runtime.jobs): apscheduler on the
+wall clock in real mode, the golem clock in simulated mode, at the same period
+(``optimize_every`` / ``sqlite_every`` Delta intervals, daily by default). The
+Delta tick keeps decay, the index check and the disk watch, and still compacts at
+once when the data dir is over its cap.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import structlog
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.semantic_upkeep import upkeep
 from golem.runtime.handlers import TickContext, TickCounters
+from golem.runtime.jobs import Job, JobCounters
 
 log = structlog.get_logger("golem.grimoire")
 
@@ -79,6 +80,7 @@ class GrimoireMaintenance:
     full_vacuum_max_bytes: int = 64 << 20  # one-time conversion to incremental vacuum
     decay: bool = True  # False when consolidation already decays every Delta tick
     version_retention_s: float = 3600.0  # wall seconds old LanceDB versions are kept
+    scheduled: bool = False  # compaction and SQLite upkeep run as calendar jobs (jobs())
     name: str = "grimoire-maintenance"
     _forced_at: int | None = field(default=None, init=False, repr=False)
 
@@ -94,18 +96,33 @@ class GrimoireMaintenance:
             total = sum(usage.values())
             counters["disk_bytes"] = total
             over = self._over_cap(total, usage)
-        optimize = ctx.tick % self.optimize_every == 0 or over
+        optimize = over or (not self.scheduled and ctx.tick % self.optimize_every == 0)
         if optimize:
-            stats = await self.grimoire.optimize(self.version_retention_s)
-            counters["lance_versions"] = int(stats["after"]["versions"])
+            counters.update(await self.compact())
         counters["optimized"] = int(optimize)
-        if ctx.tick % self.sqlite_every == 0 or over:
-            report = await anyio.to_thread.run_sync(
-                lambda: upkeep(self.grimoire.semantic.path,
-                               full_vacuum_max_bytes=self.full_vacuum_max_bytes))
-            log.info("semantic store upkeep", **vars(report))
-            counters["sqlite_pages_freed"] = report.pages_freed
+        if over or (not self.scheduled and ctx.tick % self.sqlite_every == 0):
+            counters.update(await self.sqlite_upkeep())
         return counters
+
+    def jobs(self, delta_interval_s: float) -> list[Job]:
+        """Compaction and SQLite upkeep as calendar jobs, at the periods the tick counts
+        would give (``optimize_every`` / ``sqlite_every`` Delta intervals)."""
+        return [Job("grimoire-compaction", self.optimize_every * delta_interval_s, self.compact),
+                Job("semantic-upkeep", self.sqlite_every * delta_interval_s, self.sqlite_upkeep)]
+
+    async def compact(self) -> JobCounters:
+        """LanceDB compaction and old-version cleanup (versions older than
+        ``version_retention_s`` wall seconds go)."""
+        stats = await self.grimoire.optimize(self.version_retention_s)
+        return {"lance_versions": int(stats["after"]["versions"])}
+
+    async def sqlite_upkeep(self) -> JobCounters:
+        """ANALYZE, free pages and WAL truncation on the semantic store's file."""
+        report = await anyio.to_thread.run_sync(
+            lambda: upkeep(self.grimoire.semantic.path,
+                           full_vacuum_max_bytes=self.full_vacuum_max_bytes))
+        log.info("semantic store upkeep", **vars(report))
+        return {"sqlite_pages_freed": report.pages_freed}
 
     def _over_cap(self, total: int, usage: dict[str, int]) -> bool:
         if not self.disk_cap_bytes or total <= self.disk_cap_bytes:

@@ -53,6 +53,14 @@ def death_reserve_usd(cfg: MortalitySection) -> float:
                                       cfg.reserve_fraction)
 
 
+def life_spend_limit_usd(cfg: MortalitySection) -> float | None:
+    """What normal life may spend on models: the starting budget less the death reserve
+    (None when mortality is off: nothing is ring-fenced)."""
+    if not cfg.enabled:
+        return None
+    return cfg.starting_budget_usd - death_reserve_usd(cfg)
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())

@@ -18,12 +18,20 @@ import anyio
 import anyio.to_thread
 import structlog
 
+from golem.actions.opening import Settle
 from golem.config import Config
 from golem.errors import EXIT_OK, LockHeldError
 from golem.events import EVENTS_FILE, EventBus, EventLog
-from golem.mortality.death import DeathRecord, pending_request, read_death, request_death
+from golem.mortality.death import (
+    DeathRecord,
+    accepting_new_positions,
+    life_spend_limit_usd,
+    pending_request,
+    read_death,
+    request_death,
+)
 from golem.mortality.death_journal import DeathJournal, notice_owed, unfinished_death
-from golem.mortality.thanatopsis import DeathServices, Settle, Thanatopsis, VaultExport
+from golem.mortality.thanatopsis import DeathServices, Thanatopsis, VaultExport
 from golem.mortality.vault import exporter
 from golem.runtime.clock import WallClock
 from golem.runtime.handlers import TickContext, TickCounters, TickHandler
@@ -151,8 +159,9 @@ def _request(config: Config, reason: str, out: TextIO) -> int:
 
 async def _die_here(config: Config, reason: str) -> DeathRecord:
     """Open what the protocol needs (Grimoire, model if configured, event log), die, close."""
+    from golem.actions.opening import open_settle  # noqa: PLC0415 - loads the EVM stack
+    from golem.cognition.opening import open_model  # noqa: PLC0415
     from golem.grimoire.grimoire import Grimoire  # noqa: PLC0415 - heavy, only when dying
-    from golem.wiring import open_model, open_settle  # noqa: PLC0415
 
     now = await anyio.to_thread.run_sync(cli_golem_now, config)
     events_log = EventLog(config.data_dir / EVENTS_FILE, config.events.max_bytes,
@@ -161,8 +170,11 @@ async def _die_here(config: Config, reason: str) -> DeathRecord:
     async with AsyncExitStack() as stack:
         grimoire = await Grimoire.open(config, now=now, events=bus)
         stack.push_async_callback(grimoire.close)
-        model = open_model(config, stack, grimoire, now)
-        settle = await open_settle(config, stack, grimoire, now)  # rebuilds a simulated chain
+        model = open_model(config, stack, grimoire, now,
+                           life_limit_usd=life_spend_limit_usd(config.mortality))
+        settle = await open_settle(  # rebuilds a simulated chain
+            config, stack, grimoire, now,
+            accepting=lambda: accepting_new_positions(config.data_dir))
         services = DeathServices(config, grimoire, now, bus, model, settle,
                                  vault_export=exporter(config))
         try:

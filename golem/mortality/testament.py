@@ -4,97 +4,46 @@ A JSON file documented in docs/testament.md. It carries the compressed death
 reflection and the genomic bottleneck (at most 2048 entries): knowledge, warnings and
 bloodstains, never raw episodes, exact strategy parameters or caches (the Weismann
 barrier, enforced again when a testament is loaded). ``load_testament`` trusts nothing:
-a successor must not boot from a truncated, oversized or foreign file.
+a successor must not boot from a truncated, oversized or foreign file: it raises
+TestamentError naming the problem. This module is the public API; the data model
+(golem.mortality.testament_model) is re-exported here.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from golem.errors import EXIT_CONFIG, GolemError
 from golem.grimoire.memory_file import atomic_write
 from golem.mortality import testament_format as fmt
 from golem.mortality.categories import REFLECTION_CATEGORIES
+from golem.mortality.testament_build import build
+from golem.mortality.testament_model import (
+    MAX_ENTRIES,
+    MAX_ENTRY_CHARS,
+    MAX_FILE_BYTES,
+    MAX_REFLECTION_BYTES,
+    MAX_SNAPSHOT_CHARS,
+    PROVENANCE,
+    TESTAMENT_FILE,
+    TESTAMENT_VERSION,
+    EntryKind,
+    Testament,
+    TestamentEntry,
+    TestamentError,
+)
 
 if TYPE_CHECKING:
     from golem.grimoire.grimoire import Grimoire
     from golem.mortality.lineage import Lineage
 
-TESTAMENT_VERSION = 1
-MAX_ENTRIES = 2048  # the genomic bottleneck
-MAX_REFLECTION_BYTES = 5 * 1024  # the compressed reflection, UTF-8
-MAX_ENTRY_CHARS = 2000
-MAX_SNAPSHOT_CHARS = 64 * 1024  # PLAYBOOK.md and MEMORY.md each
-MAX_FILE_BYTES = 8 * 1024 * 1024
-PROVENANCE = "death_reflection"
-TESTAMENT_FILE = "testament.json"
-
-
-class TestamentError(GolemError):
-    """A testament is unreadable or invalid; the message is one line naming the reason."""
-
-    exit_code = EXIT_CONFIG
-
-
-class EntryKind(StrEnum):
-    FACT = "fact"
-    EPISODE_SUMMARY = "episode_summary"
-    ANTI_KNOWLEDGE = "anti_knowledge"
-    CAUSAL_LINK = "causal_link"
-    PROCEDURAL = "procedural"
-    BLOODSTAIN = "bloodstain"
-
-
-@dataclass(frozen=True)
-class TestamentEntry:
-    """One unit of inheritance. ``generation``: deaths crossed since it was learned
-    (0: the dying golem's own knowledge)."""
-
-    kind: EntryKind
-    text: str
-    confidence: float
-    importance: float
-    generation: int = 0
-    entry_type: str | None = None  # golem.grimoire.records.EntryType value
-    fact_kind: str | None = None  # FactKind value
-    category: str | None = None  # InsightCategory value
-    fact: dict[str, Any] = field(default_factory=dict)
-    bloodstain: bool = False
-    conditions: dict[str, Any] = field(default_factory=dict)  # when a bloodstain happened
-    source_id: str = ""  # the entry or episode it came from, in the parent's stores
-
-
-@dataclass(frozen=True)
-class Testament:
-    version: int
-    testament_id: str
-    golem_name: str
-    namespace: str
-    golem_id: str
-    generation: int
-    parent_testament_id: str | None
-    died_at: float
-    cause: str
-    provenance: str
-    reflection: dict[str, list[str]]
-    reflection_text: str
-    reflection_source: str  # "model:<name>" or "offline"
-    entries: tuple[TestamentEntry, ...]
-    max_entries: int
-    playbook_md: str
-    memory_md: str
-    stats: dict[str, Any]
-
-    def counts(self) -> dict[str, int]:
-        out = {k.value: 0 for k in EntryKind}
-        for e in self.entries:
-            out[e.kind.value] += 1
-        out["bloodstains"] = sum(1 for e in self.entries if e.bloodstain)
-        return out
+__all__ = [
+    "MAX_ENTRIES", "MAX_ENTRY_CHARS", "MAX_FILE_BYTES", "MAX_REFLECTION_BYTES",
+    "MAX_SNAPSHOT_CHARS", "PROVENANCE", "TESTAMENT_FILE", "TESTAMENT_VERSION", "EntryKind",
+    "Testament", "TestamentEntry", "TestamentError", "build_testament", "dumps",
+    "load_testament", "parse_testament", "render_text", "to_json", "write_testament",
+]
 
 
 async def build_testament(
@@ -103,8 +52,6 @@ async def build_testament(
     playbook_md: str, memory_md: str, min_confidence: float, max_entries: int,
 ) -> Testament:
     """Distil the Grimoire through the bottleneck (see testament_build for the rules)."""
-    from golem.mortality.testament_build import build  # noqa: PLC0415 - keeps module small
-
     return await build(grimoire, lineage=lineage, cause=cause, died_at=died_at,
                        reflection=reflection, reflection_text=reflection_text,
                        reflection_source=reflection_source, playbook_md=playbook_md,

@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from golem.consolidation.curator_signals import is_dream
-from golem.consolidation.facts import OUTCOME_CATEGORY, REVERT_CATEGORY
 from golem.grimoire.decay import is_anti_knowledge
+from golem.grimoire.payloads import OUTCOME_CATEGORY, REVERT_CATEGORY
 from golem.grimoire.records import (
     DecayClass,
     EntryType,
@@ -33,8 +33,8 @@ from golem.grimoire.records import (
     Source,
     Status,
 )
-from golem.mortality import testament as tm
 from golem.mortality import testament_format as fmt
+from golem.mortality import testament_model as tm
 from golem.mortality.categories import REFLECTION_CATEGORIES
 
 if TYPE_CHECKING:

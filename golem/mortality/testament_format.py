@@ -10,13 +10,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from golem.grimoire.records import EntryType, FactKind, InsightCategory
+from golem.mortality import testament_model as tm
 from golem.mortality.categories import REFLECTION_CATEGORIES
-
-if TYPE_CHECKING:
-    from golem.mortality.testament import Testament, TestamentEntry
+from golem.mortality.testament_model import Testament, TestamentEntry
 
 
 class FormatProblem(ValueError):
@@ -88,7 +87,6 @@ def testament_json(t: Testament) -> dict[str, Any]:
 # -- decode ------------------------------------------------------------------------------
 
 def testament_from_json(raw: Any) -> Testament:
-    from golem.mortality import testament as tm  # noqa: PLC0415 - the types live there
 
     if not isinstance(raw, dict):
         raise FormatProblem("not a JSON object")
@@ -147,7 +145,6 @@ def _reflection(raw: Any) -> dict[str, list[str]]:
 
 
 def _entry(raw: Any, i: int) -> TestamentEntry:
-    from golem.mortality import testament as tm  # noqa: PLC0415
 
     where = f"entries[{i}]"
     if not isinstance(raw, dict):

@@ -22,6 +22,7 @@ import anyio
 import anyio.to_thread
 import structlog
 
+from golem.actions.opening import Settle
 from golem.cognition.errors import CognitionError
 from golem.cognition.ledger import RESERVE_PURPOSE
 from golem.cognition.tiers import Tier
@@ -51,7 +52,6 @@ SETTLE_ATTEMPTS = 3  # then death goes on, recording what was left unsettled
 NOTIFY_ATTEMPTS = 5  # resumes that retry an undelivered notification
 
 Checkpoint = Callable[[str, str], None]
-Settle = Callable[[], Awaitable[dict[str, Any]]]
 VaultExport = Callable[[Path], Awaitable[str]]
 
 

@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -34,7 +35,6 @@ from golem.events import (
     RuntimeStopped,
     RuntimeStopping,
 )
-from golem.mortality.death import refuse_if_dead
 from golem.runtime.clock import Clock, VirtualClock, WallClock
 from golem.runtime.handlers import HandlerRegistry
 from golem.runtime.lock import DataDirLock
@@ -73,11 +73,17 @@ class Daemon:
         self,
         config: Config,
         registry: HandlerRegistry,
+        *,
         stop_after: float | None = None,
         notifier: SystemdNotifier | None = None,
         setup: Setup | None = None,
+        admit: Callable[[Path], None] | None = None,
     ) -> None:
+        """``admit``: called with the data dir once its lock is held and before anything in
+        it is opened or written; it refuses a run by raising a GolemError (the CLI passes
+        mortality's check that a dead golem's data dir stays dead)."""
         self.config = config
+        self.admit = admit
         self.registry = registry
         self.setup = setup
         self.stop_after = stop_after
@@ -107,7 +113,8 @@ class Daemon:
         lock = DataDirLock(data_dir)
         lock.acquire()
         try:
-            refuse_if_dead(data_dir)  # a dead golem's data dir stays dead
+            if self.admit is not None:
+                self.admit(data_dir)
             self._store = await anyio.to_thread.run_sync(StateStore.open, data_dir)
             try:
                 return await self._run_opened(self._store)

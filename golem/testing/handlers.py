@@ -15,7 +15,7 @@ from golem.runtime.handlers import TickContext, TickCounters
 if TYPE_CHECKING:
     from contextlib import AsyncExitStack
 
-    from golem.chain.capture import GammaCapture
+    from golem.gamma.capture import GammaCapture
     from golem.runtime.daemon import Setup, SetupContext
 
 
@@ -109,11 +109,11 @@ class Escalator:
         self.curiosity = curiosity
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
-        from golem.chain.capture import Escalation  # noqa: PLC0415 - loads the chain stack
+        from golem.gamma.handoff import Escalation  # noqa: PLC0415
 
         assert self.capture is not None, "Escalator.capture was never set"
-        self.capture.escalations.append(Escalation(f"escalated-{ctx.tick}", self.curiosity,
-                                                   "test"))
+        self.capture.to_theta.escalate([Escalation(f"escalated-{ctx.tick}", self.curiosity,
+                                                    "test")])
         return None
 
 
@@ -122,7 +122,7 @@ def escalating(setup: Setup, escalator: Escalator | None = None) -> Setup:
     extra = escalator or Escalator()
 
     async def wired(ctx: SetupContext, stack: AsyncExitStack) -> None:
-        from golem.chain.capture import GammaCapture  # noqa: PLC0415 - loads the chain stack
+        from golem.gamma.capture import GammaCapture  # noqa: PLC0415 - loads the chain stack
 
         await setup(ctx, stack)
         capture = ctx.registry.for_loop("gamma")[0]

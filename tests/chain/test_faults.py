@@ -24,12 +24,12 @@ import anyio.from_thread
 import pytest
 from anyio.lowlevel import EventLoopToken, current_token
 
-from golem.chain.capture import GammaCapture
 from golem.chain.market import Market, deploy_market
 from golem.chain.rpc import WsReader
 from golem.chain.rpc_evm import RpcEvm
 from golem.chain.simulator import MarketSimulator
 from golem.config import Config, load_config
+from golem.gamma.capture import GammaCapture
 from golem.grimoire.records import episode_id
 from golem.logging import configure_logging
 from golem.runtime.daemon import Daemon, SetupContext
@@ -73,7 +73,7 @@ class Rig:
             "logging": {"format": "json", "level": "info"},
             "clock": {"mode": "real"},
             "gamma": {"interval_s": 0.2, "deadline_s": 5, "backoff_max_s": 0},
-            # logs only: what these tests check (reverts: tests/chain/test_reverts.py)
+            # logs only: what these tests check (reverts: tests/gamma/test_reverts.py)
             "chain": {"mode": "rpc", "confirmations": CONFIRMATIONS, "capture_reverts": False},
             "chain.rpc": {"url": url, "addresses": list(self.market.contracts),
                           "start_block": self.start_block, "timeout_s": 1.0,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from golem.chain.decoding import KNOWN_EVENTS
-from golem.chain.watch import WatchList, event_topic, url_problem
+from golem.chain.watch import WatchList, event_topic
+from golem.config_checks import url_problem
 
 POOL = "0x" + "ab" * 20
 OTHER = "0x" + "cd" * 20

@@ -11,10 +11,10 @@ import numpy as np
 
 from golem.config import Config, load_config
 from golem.consolidation.engine import ConsolidationEngine, ConsolidationReport, EngineParams
-from golem.consolidation.facts import outcome_payload, revert_payload
 from golem.events import EventBus
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.payloads import outcome_payload, revert_payload
 from golem.grimoire.records import EntryType, Episode, FactKind, SemanticEntry, Status, episode_id
 
 from ..conftest import REPO, config_text

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from golem.consolidation import baselines, causal, extract, facts, verify
 from golem.consolidation.causal import CausalParams
-from golem.consolidation.facts import outcome_payload, revert_payload
+from golem.grimoire.payloads import outcome_payload, revert_payload
 from golem.grimoire.records import EntryType, Episode, FactKind, episode_id
 
 POOL_A = "0x00000000000000000000000000000000000000aa"

@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 
 from golem.cognition.journal import DecisionJournal
 from golem.consolidation import retention as rt
-from golem.consolidation.facts import outcome_payload, revert_payload
 from golem.consolidation.mutations import JournalReader
 from golem.consolidation.retention_cycle import EpisodeRetention, episode_ids
 from golem.events import EventBus, GrimoireForget
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.errors import InvalidMemory
 from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.payloads import outcome_payload, revert_payload
 from golem.grimoire.records import (
     EntryType,
     Episode,

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import anyio
 
+from golem.actions.positions import Valuer
+from golem.actions.wallet import open_wallet
 from golem.chain.cursor import CaptureStore
 from golem.chain.evm import SimulatedEvm
 from golem.chain.market import deploy_market
-from golem.chain.positions import Valuer
 from golem.chain.source import SimulatedSource
-from golem.chain.wallet import open_wallet
 from golem.cli import run_cli
 from golem.config import Config, load_config
 from golem.logging import configure_logging

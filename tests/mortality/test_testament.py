@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from golem.config import Config, load_config
-from golem.consolidation.facts import outcome_payload, revert_payload
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.payloads import outcome_payload, revert_payload
 from golem.grimoire.records import (
     DecayClass,
     EntryType,

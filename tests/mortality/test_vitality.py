@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from golem.governor.budget import phase_budget
 from golem.governor.categories import Phase
 from golem.mortality import vitality as v
-from golem.mortality.budget import phase_budget
 
 unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 usd = st.floats(min_value=0.0, max_value=1e6, allow_nan=False)

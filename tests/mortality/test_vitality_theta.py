@@ -13,9 +13,9 @@ import anyio
 
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
 from golem.config import load_config
+from golem.governor.budget import phase_budget
 from golem.governor.categories import Phase
 from golem.logging import configure_logging
-from golem.mortality.budget import phase_budget
 from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
 from golem.wiring import setup

@@ -14,15 +14,15 @@ from typing import Any
 import anyio
 import pytest
 
+from golem.actions.cage import Cage
+from golem.actions.execution import open_rpc_executor
+from golem.actions.positions import POSITIONS_DB
+from golem.actions.wallet import WalletError, open_wallet
 from golem.chain.compile import load_artifacts
 from golem.chain.evm import ChainError, SimulatedEvm
-from golem.chain.execution import open_rpc_executor
 from golem.chain.market import E18, USDC_UNIT, Market, deploy_market, load_market
-from golem.chain.positions import POSITIONS_DB
 from golem.chain.rpc_evm import NodeEvm, RpcEvm
-from golem.chain.signer import nonce_of, send_eth
-from golem.chain.wallet import WalletError, open_wallet
-from golem.cognition.cage import Cage
+from golem.chain.transactions import nonce_of, send_eth
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
 from golem.config import Config, load_config
 from golem.errors import ConfigError

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
-from collections import deque
 from pathlib import Path
 
 import anyio
 
-from golem.chain.capture import Escalation, GammaCapture, drop_orphaned
 from golem.chain.cursor import CaptureStore
 from golem.config import Config, load_config
+from golem.gamma.capture import GammaCapture
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import episode_id, tx_episode_id
 from golem.logging import configure_logging
@@ -22,7 +20,6 @@ from golem.runtime.handlers import HandlerRegistry
 from golem.wiring import setup
 
 from ..conftest import REPO, config_text, stored_episode_ids
-from ..grimoire.test_episodes import make_episode
 
 MODEL = REPO / "models" / "all-minilm-l6-v2-int8"
 
@@ -109,16 +106,3 @@ def test_capture_writes_every_confirmed_watched_log_once_and_survives_a_restart(
     assert truth[0]["regime"] == "calm"
     assert truth[0]["block_number"] == second.market.first_block + 3  # after wallet funding
     assert [t["golem_time"] for t in truth] == sorted(t["golem_time"] for t in truth)
-
-
-def test_a_reorg_drops_the_queued_escalations_of_the_blocks_it_orphaned() -> None:
-    def escalation(chain_id: int, block: int) -> Escalation:
-        episode = dataclasses.replace(make_episode(block), chain_id=chain_id,
-                                      block_number=block)
-        return Escalation(episode.id, 0.9, "surprise", episode)
-
-    queue = deque([escalation(1, 100), escalation(1, 101), escalation(1, 102),
-                   escalation(5, 103), Escalation("made-up", 0.9, "test")], maxlen=8)
-    assert drop_orphaned(queue, chain_id=1, common_ancestor=100) == 2
-    assert [(e.episode.chain_id, e.episode.block_number) if e.episode else e.episode_id
-            for e in queue] == [(1, 100), (5, 103), "made-up"]

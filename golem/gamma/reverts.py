@@ -20,7 +20,7 @@ from golem.chain.compile import load_artifacts
 from golem.chain.follower import Captured
 from golem.chain.reader import MAX_FAILED_SPAN, ChainReader, FailedTx
 from golem.chain.tokens import TokenDirectory
-from golem.consolidation.facts import REVERT_CATEGORY, revert_payload
+from golem.grimoire.payloads import REVERT_CATEGORY, revert_payload
 from golem.grimoire.records import Episode, Provenance, tx_episode_id
 
 REVERT_CURIOSITY = 0.5

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import anyio
 
+from golem.actions.positions import POSITIONS_DB
 from golem.chain.evm import SimulatedEvm
 from golem.chain.market import deploy_market
-from golem.chain.positions import POSITIONS_DB
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
 from golem.config import load_config
-from golem.consolidation.facts import OUTCOME_CATEGORY
 from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.payloads import OUTCOME_CATEGORY
 from golem.logging import configure_logging
 from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry

@@ -3,7 +3,8 @@
 The configured ``theta_context.total_budget`` is the seed's base budget: the whole of it
 while the golem thrives, then Stable 0.8x, Declining 0.6x, Terminal 0.4x (the seed has no
 Conservation: we take the midpoint, 0.7x). A golem without mortality has no phase to
-scale by and keeps the configured budget (Theta only scales when vitality is on). Pure.
+scale by and keeps the configured budget (the Governor scales only when built with
+``phase_scaled``, which wiring sets when mortality is on). Pure.
 """
 
 from __future__ import annotations

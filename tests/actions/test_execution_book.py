@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem.chain.positions import Holding, PositionBook, Snapshot, read_book
+from golem.actions.positions import Holding, PositionBook, Snapshot, read_book
 
 KEYS = ("usdc", "weth", "lp:pool", "supply:weth")
 units = st.integers(min_value=0, max_value=10**12)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from golem.cognition.decisions import ProposedAction
+from golem.actions.proposal import ProposedAction
 
 UNLIMITED = 2**256 - 1
 

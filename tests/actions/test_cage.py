@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem.cognition.cage import UNLIMITED, Cage, Portfolio, check
-from golem.cognition.decisions import ProposedAction
+from golem.actions.cage import UNLIMITED, Cage, Portfolio, check
+from golem.actions.proposal import ProposedAction
 
 CAGE = Cage(allowed_contracts=frozenset({"0xPool"}), allowed_assets=frozenset({"WETH", "USDC"}),
             max_notional_usd=5_000, max_position_usd=20_000, max_drawdown=0.2,

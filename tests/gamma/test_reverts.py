@@ -12,12 +12,10 @@ import anyio
 import pytest
 import structlog
 
-from golem.chain.capture import GammaCapture
 from golem.chain.cursor import CaptureStore
 from golem.chain.evm import Web3Evm
 from golem.chain.market import Market, deploy_market
 from golem.chain.reader import FailedTx, InProcessReader
-from golem.chain.reverts import revert_episodes
 from golem.chain.rpc import RpcReader
 from golem.chain.rpc_evm import RpcEvm
 from golem.chain.simulator import MarketSimulator
@@ -25,10 +23,12 @@ from golem.chain.source import SimulatedSource
 from golem.chain.tokens import TokenDirectory
 from golem.config import Config, load_config
 from golem.consolidation.engine import ConsolidationEngine
-from golem.consolidation.facts import REVERT_CATEGORY
 from golem.events import EventBus
+from golem.gamma.capture import GammaCapture
+from golem.gamma.reverts import revert_episodes
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.payloads import REVERT_CATEGORY
 from golem.grimoire.records import EntryType, Episode, FactKind, episode_id, tx_episode_id
 from golem.runtime.handlers import TickContext
 from golem.testing.anvil import AnvilNode

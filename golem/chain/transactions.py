@@ -1,13 +1,14 @@
-"""Raw transactions signed by the golem's Wallet, over any Web3Evm (the web3 adapter).
+"""Transactions on any Web3Evm (the web3 adapter): preflight, raw submission, nonces.
 
-The same path serves the simulated chain, anvil and a node over RPC: build the
-call, preflight it with eth_call (a revert is caught with its reason before any
-gas is spent), sign it, send the raw bytes. `submit_raw` is also what replays the
-golem's journalled transactions when the simulated chain is rebuilt, so a block
-is stamped the same way live and in replay.
+The same path serves the simulated chain, anvil and a node over RPC. `submit_raw`
+sends one signed transaction in its own block stamped at golem time; it is also
+what replays journalled transactions when the simulated chain is rebuilt, so a
+block is stamped the same way live and in replay. `preflight` runs a call with
+eth_call first, so a revert is caught with its reason before any gas is spent.
 
-`TxChain` is what the executor sends through: the simulated source (one lock
-shared with Gamma's market driver, and a journal) or `DirectChain` for a node.
+`TxChain` is where signed transactions go: the simulated source (one lock shared
+with Gamma's market driver, and a journal) or `DirectChain` for a node. Errors:
+node failures raise `ChainError`; a revert is a result, never an exception.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from web3 import Web3
 from web3.exceptions import ContractLogicError, Web3Exception
 
 from golem.chain.evm import ChainError, TxResult, Web3Evm
-from golem.chain.wallet import Wallet
 
 PRIORITY_FEE = 10**9  # 1 gwei
 
@@ -61,21 +61,6 @@ def preflight(evm: Web3Evm, sender: str, address: str, abi: Sequence[Mapping[str
     except evm._errors as exc:
         raise ChainError(f"preflight of {fn} on {address} failed: {exc}") from exc
     return None
-
-
-def build_signed(evm: Web3Evm, wallet: Wallet, address: str, abi: Sequence[Mapping[str, Any]],
-                 fn: str, *args: Any, gas: int) -> bytes:
-    """The signed raw transaction calling `fn`, at the wallet's next nonce."""
-    contract = evm._contract(address, abi)
-    try:
-        base = int(evm.w3.eth.get_block("latest").get("baseFeePerGas") or 0)
-        nonce = evm.w3.eth.get_transaction_count(Web3.to_checksum_address(wallet.address))
-        tx = contract.functions[fn](*args).build_transaction({
-            "from": wallet.address, "nonce": nonce, "gas": gas, "chainId": evm.chain_id,
-            "maxFeePerGas": 2 * base + PRIORITY_FEE, "maxPriorityFeePerGas": PRIORITY_FEE})
-    except evm._errors as exc:
-        raise ChainError(f"cannot build {fn} on {address}: {exc}") from exc
-    return wallet.sign_transaction(tx)
 
 
 def submit_raw(evm: Web3Evm, raw: bytes, golem_time: float) -> TxResult:

@@ -11,7 +11,14 @@ from eth_account import Account
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem.chain.wallet import CREDENTIAL, SIM_KEY, Wallet, WalletError, open_wallet, simulated_key
+from golem.actions.wallet import (
+    CREDENTIAL,
+    SIM_KEY,
+    Wallet,
+    WalletError,
+    open_wallet,
+    simulated_key,
+)
 
 KEY = bytes.fromhex("4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318")
 ADDRESS = Account.from_key(KEY).address

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from golem.actions.positions import Snapshot, Valuer
+from golem.actions.proposal import ProposedAction
 from golem.chain.market import MAX_UINT, Token
-from golem.chain.positions import Snapshot, Valuer
-from golem.cognition.decisions import ProposedAction
 
 
 @dataclass(frozen=True)

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import anyio
 
+from golem.actions.cage import Cage
+from golem.actions.execution import OK, Executor
+from golem.actions.positions import PositionBook, Valuer
+from golem.actions.proposal import ProposedAction as PA
+from golem.actions.wallet import open_wallet
 from golem.chain.compile import load_artifacts
-from golem.chain.execution import OK, Executor
 from golem.chain.market import E18, USDC_UNIT, deploy_market
-from golem.chain.positions import PositionBook, Valuer
 from golem.chain.rpc_evm import RpcEvm
-from golem.chain.signer import DirectChain, nonce_of, send_eth
-from golem.chain.wallet import open_wallet
-from golem.cognition.cage import Cage
-from golem.cognition.decisions import ProposedAction as PA
+from golem.chain.transactions import DirectChain, nonce_of, send_eth
 from golem.testing.anvil import AnvilNode
 
 ERC20 = load_artifacts()["ERC20"].abi

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem.cognition.decisions import ProposedAction
+from golem.actions.proposal import ProposedAction
 from golem.cognition.offline import (
     MIN_TRADE_USD,
     TRADE_CAP_SHARE,

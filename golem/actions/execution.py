@@ -22,27 +22,28 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 import structlog
 
+from golem.actions.cage import RISK_REDUCING, Cage, Portfolio, check
+from golem.actions.plans import Plan, Refused, plan
+from golem.actions.positions import PositionBook, Snapshot, Valuer
+from golem.actions.proposal import ProposedAction
+from golem.actions.signer import build_signed
+from golem.actions.wallet import CREDENTIAL, open_wallet
 from golem.chain.evm import ChainError
 from golem.chain.market import load_market
-from golem.chain.plans import Plan, Refused, plan
-from golem.chain.positions import PositionBook, Snapshot, Valuer
 from golem.chain.rpc_evm import NodeEvm
-from golem.chain.signer import DirectChain, TxChain, build_signed, preflight
-from golem.chain.wallet import CREDENTIAL, open_wallet
-from golem.cognition.cage import RISK_REDUCING, Cage, Portfolio, check
-from golem.cognition.decisions import ProposedAction
-from golem.consolidation.facts import OUTCOME_CATEGORY, outcome_payload
+from golem.chain.transactions import DirectChain, TxChain, preflight
+from golem.grimoire.payloads import OUTCOME_CATEGORY, outcome_payload
 from golem.grimoire.records import Episode, Provenance
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from golem.actions.wallet import Wallet
     from golem.chain.source import SimulatedSource
-    from golem.chain.wallet import Wallet
     from golem.config import Config
     from golem.grimoire.grimoire import Grimoire
 
-log = structlog.get_logger("golem.chain.execution")
+log = structlog.get_logger("golem.actions.execution")
 
 OK, REVERTED, REFUSED, DRY_RUN = "ok", "reverted", "refused", "dry_run"
 OUTCOME_CURIOSITY = 0.4
@@ -103,6 +104,11 @@ class Executor:
                               if not h.key.startswith(("lp:", "supply:", "debt:")))
             return self.book.observe(snap), spendable
         return await anyio.to_thread.run_sync(read)
+
+    @property
+    def trade_pool(self) -> str:
+        """The pool the offline tier trades in (WETH/USDC), by address."""
+        return self.valuer.market.pair_weth_usdc
 
     def venues(self) -> str:
         """Where actions can go, for the model's view (addresses are what actions name)."""

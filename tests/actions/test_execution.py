@@ -9,21 +9,22 @@ from typing import Any
 import anyio
 import pytest
 
+from golem.actions.cage import Cage, check
+from golem.actions.execution import DRY_RUN, OK, REFUSED, REVERTED, ExecutionResult, Executor
+from golem.actions.plans import quote
+from golem.actions.positions import PositionBook, Valuer, read_book
+from golem.actions.proposal import ProposedAction as PA
+from golem.actions.wallet import Wallet, simulated_key
 from golem.chain.compile import load_artifacts
 from golem.chain.cursor import CaptureStore
-from golem.chain.execution import DRY_RUN, OK, REFUSED, REVERTED, ExecutionResult, Executor
 from golem.chain.market import E18, MAX_UINT, USDC_UNIT, Market
-from golem.chain.plans import quote
-from golem.chain.positions import PositionBook, Valuer, read_book
-from golem.chain.signer import nonce_of
 from golem.chain.source import SimulatedSource
-from golem.chain.wallet import Wallet, simulated_key
-from golem.cognition.cage import Cage, check
-from golem.cognition.decisions import ProposedAction as PA
+from golem.chain.transactions import nonce_of
 from golem.cognition.theta import NO_POSITIONS
 from golem.config import load_config
-from golem.consolidation.facts import OUTCOME_CATEGORY, procedural
+from golem.consolidation.facts import procedural
 from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.payloads import OUTCOME_CATEGORY
 
 from ..conftest import REPO, config_text
 

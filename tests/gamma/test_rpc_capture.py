@@ -12,12 +12,12 @@ from typing import Any
 
 import anyio
 
-from golem.chain.capture import CaptureHalted, GammaCapture
 from golem.chain.market import Market, deploy_market
 from golem.chain.rpc import WsReader
 from golem.chain.rpc_evm import RpcEvm
 from golem.chain.simulator import MarketSimulator
 from golem.config import Config, load_config
+from golem.gamma.capture import CaptureHalted, GammaCapture
 from golem.grimoire.records import episode_id
 from golem.logging import configure_logging
 from golem.runtime.daemon import Daemon
@@ -43,7 +43,7 @@ def _config(tmp_path: Path, url: str, market: Market, first_block: int,
         "logging": {"format": "json", "level": "warning"},
         **({"clock": {"mode": "real"}, "gamma": {"interval_s": 0.2, "deadline_s": 10,
                                                  "backoff_max_s": 0}} if real else {}),
-        # logs only: what _owed counts (reverts over RPC: tests/chain/test_reverts.py)
+        # logs only: what _owed counts (reverts over RPC: tests/gamma/test_reverts.py)
         "chain": {"mode": "rpc", "confirmations": CONFIRMATIONS, "capture_reverts": False,
                   **chain,
                   "rpc": {"url": url, "chain_id": 31337, "start_block": first_block,

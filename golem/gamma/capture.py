@@ -6,11 +6,13 @@ undecodable one is kept raw, never dropped), renders it with token metadata read
 from the chain, lets perception score it (beliefs per protocol and contract,
 Bayesian surprise, curiosity, EFE routing), writes all of the round's episodes
 in one Grimoire call with the round's reverted transactions to watched addresses
-(golem.chain.reverts: a revert emits no log), and only then commits the reorg
+(golem.gamma.reverts: a revert emits no log), and only then commits the reorg
 window (whose top is the cursor). A `Rewound` round deletes the orphaned blocks'
 episodes, commits the rewound window, emits `chain:reorg` and polls again. Episode
 ids come from (chain id, block hash, log index or tx index), so a re-captured log
-or revert never duplicates.
+or revert never duplicates. Price-feed answers and escalated events go to Theta
+through the GammaHandoff (golem.gamma.handoff) wiring gives both loops; the
+escalations of blocks a reorg orphans are withdrawn from it.
 
 A node that fails (down, slow, malformed answers) costs a warning and a jittered
 backoff on the golem clock; nothing is written until it answers again. A reorg
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,13 +41,14 @@ from golem.chain.ranges import RangeRefusedError
 from golem.chain.reader import ChainReader
 from golem.chain.render import TokenMeta, render
 from golem.chain.reorg import DeepReorgError
-from golem.chain.reverts import revert_episodes, verified_hashes
 from golem.chain.source import SimulatedSource
 from golem.chain.tokens import TokenDirectory
 from golem.chain.watch import WatchList
 from golem.config import ChainSection
 from golem.errors import EXIT_SOFTWARE, GolemError
 from golem.events import ChainHalted, ChainReorg, EventBus
+from golem.gamma.handoff import Escalation, GammaHandoff
+from golem.gamma.reverts import revert_episodes, verified_hashes
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.memory_file import atomic_write
 from golem.grimoire.records import Episode, Provenance, episode_id
@@ -57,7 +59,6 @@ from golem.perception.market import (
     PricePoint,
     context_line,
     move_phrase,
-    record,
     size_phrase,
 )
 from golem.perception.routing import RoutingAction, route_observation
@@ -77,28 +78,6 @@ class CaptureHalted(GolemError):
     exit_code = EXIT_SOFTWARE
 
 
-@dataclass(frozen=True)
-class Escalation:
-    """An event perception thinks Theta should look at. It carries the episode Gamma
-    stored for it, so Theta's Governor needs no store read to show it (None only for
-    escalations made up by tests)."""
-
-    episode_id: str
-    curiosity: float
-    reason: str
-    episode: Episode | None = None
-
-
-def drop_orphaned(escalations: deque[Escalation], chain_id: int, common_ancestor: int) -> int:
-    """Remove queued escalations of blocks a reorg orphaned: Theta must not be shown an
-    event the chain undid (its episode is deleted too). Returns how many."""
-    orphaned = [e for e in escalations if e.episode is not None
-                and e.episode.chain_id == chain_id and e.episode.block_number > common_ancestor]
-    for escalation in orphaned:
-        escalations.remove(escalation)
-    return len(orphaned)
-
-
 @dataclass
 class GammaCapture:
     grimoire: Grimoire
@@ -109,23 +88,21 @@ class GammaCapture:
     chain: ChainSection
     events: EventBus | None = None
     market: SimulatedSource | None = None
+    handoff: GammaHandoff | None = None  # None: a queue of chain.escalation_queue
     first_block: int | None = None
     expected_chain_id: int = 0
     name: str = "chain-capture"
     beliefs: BeliefState = field(default_factory=BeliefState)
-    escalations: deque[Escalation] = field(init=False)
     follower: ChainFollower | None = field(init=False, default=None)
     chain_id: int | None = field(init=False, default=None)
     halted: str | None = field(init=False, default=None)
     _truth_written: int = field(init=False, default=0)
     _last_time: float | None = field(init=False, default=None)
     _retry_at: float = field(init=False, default=float("-inf"))
-    # recent answers per price feed, for the market context in renderings
-    prices: dict[str, tuple[PricePoint, ...]] = field(init=False, default_factory=dict)
     _last_feed: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.escalations = deque(maxlen=self.chain.escalation_queue)
+        self.to_theta = self.handoff or GammaHandoff(self.chain.escalation_queue)
         self.beliefs = _load_beliefs(self.data_dir / CHAIN_DIR / BELIEFS_FILE)
         self.directory = TokenDirectory(self.reader.eth_call)
         self.backoff = Backoff(self.chain.rpc.backoff_base_s, self.chain.rpc.backoff_max_s)
@@ -204,7 +181,7 @@ class GammaCapture:
     async def _rewind(self, follower: ChainFollower, round_: Rewound, now: float) -> None:
         assert self.chain_id is not None
         deleted = await self.grimoire.drop_chain_episodes(self.chain_id, round_.common_ancestor)
-        drop_orphaned(self.escalations, self.chain_id, round_.common_ancestor)
+        self.to_theta.drop_orphaned(self.chain_id, round_.common_ancestor)
         await anyio.to_thread.run_sync(self.store.commit, self.chain_id, round_.window,
                                        round_.first_block, now)
         follower.accept(round_)
@@ -229,7 +206,7 @@ class GammaCapture:
                                        round_.first_block, now)
         follower.accept(round_)
         self.beliefs = beliefs
-        self.escalations.extend(escalated)
+        self.to_theta.escalate(escalated)
         await anyio.to_thread.run_sync(self._write_beliefs)
         return {"head": round_.head, "cursor": round_.last, "logs": len(round_.logs),
                 "reverts": len(reverts), "episodes": stored, "escalated": len(escalated)}
@@ -241,7 +218,7 @@ class GammaCapture:
         escalated: list[Escalation] = []
         for raw in logs:
             event = decode_kept(raw)
-            track = self.prices.get(raw.address.lower())
+            track = self.to_theta.tape(raw.address.lower())
             beliefs, obs = beliefs.observe(
                 event.protocol, raw.address, tick=tick,
                 continuous=features(event.name, event.args, track[-1].price if track else None),
@@ -272,10 +249,9 @@ class GammaCapture:
             answer, updated = event.args.get("current"), event.args.get("updatedAt")
             if isinstance(answer, int) and isinstance(updated, int) and answer > 0:
                 feed = event.address.lower()
-                self.prices[feed] = record(self.prices.get(feed, ()),
-                                           PricePoint(float(updated), float(answer)))
+                self.to_theta.record_price(feed, PricePoint(float(updated), float(answer)))
                 self._last_feed = feed
-        market = move_phrase(self.prices[self._last_feed]) if self._last_feed else None
+        market = move_phrase(self.to_theta.tape(self._last_feed)) if self._last_feed else None
         return context_line(size_phrase(event.category, size_error), market)
 
     def _write_beliefs(self) -> None:

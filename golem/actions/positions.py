@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from golem.actions.cage import Portfolio
 from golem.chain.compile import load_artifacts
 from golem.chain.evm import Web3Evm
 from golem.chain.market import ORACLE_UNIT, Market, Token
-from golem.cognition.cage import Portfolio
 from golem.errors import StateError
 from golem.runtime.state import connect_durable, durable_write, read_only_rows
 

@@ -1,0 +1,2 @@
+"""Gamma: the capture stage (chain logs and reverts in, faithful episodes out)
+and its hand-off to Theta."""

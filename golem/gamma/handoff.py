@@ -1,0 +1,92 @@
+"""What Gamma hands Theta: the price tape and the escalation queue.
+
+Wiring creates one `GammaHandoff` and gives it to both loops: Gamma's capture
+writes it (`record_price`, `escalate`, `drop_orphaned`), Theta reads it
+(`latest_feed`, `drain`). Theta imports this module only, never Gamma's
+capture. Both loops run on the daemon's event loop thread, so the hand-off
+needs no lock; it holds no I/O and no clock.
+
+Invariants: the escalation queue keeps at most `queue_size` entries, the newest
+(an older one is dropped when it is full); `drain` returns and removes them in
+arrival order; an escalation of a block a reorg orphaned is never handed over.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from golem.grimoire.records import Episode
+from golem.perception.market import PricePoint, record
+
+
+@dataclass(frozen=True)
+class Escalation:
+    """An event perception thinks Theta should look at. It carries the episode Gamma
+    stored for it, so Theta's Governor needs no store read to show it (None only for
+    escalations made up by tests and benchmarks)."""
+
+    episode_id: str
+    curiosity: float
+    reason: str
+    episode: Episode | None = None
+
+
+def drop_orphaned(escalations: deque[Escalation], chain_id: int, common_ancestor: int) -> int:
+    """Remove queued escalations of blocks a reorg orphaned: Theta must not be shown an
+    event the chain undid (its episode is deleted too). Returns how many."""
+    orphaned = [e for e in escalations if e.episode is not None
+                and e.episode.chain_id == chain_id and e.episode.block_number > common_ancestor]
+    for escalation in orphaned:
+        escalations.remove(escalation)
+    return len(orphaned)
+
+
+class GammaHandoff:
+    """The price tape (recent answers per price feed) and the escalation queue."""
+
+    def __init__(self, queue_size: int) -> None:
+        if queue_size < 1:
+            raise ValueError(f"queue_size: must be at least 1, got {queue_size}")
+        self._escalations: deque[Escalation] = deque(maxlen=queue_size)
+        self._prices: dict[str, tuple[PricePoint, ...]] = {}
+
+    # --- Gamma's side -----------------------------------------------------------------
+
+    def record_price(self, feed: str, point: PricePoint) -> tuple[PricePoint, ...]:
+        """Add a feed's answer to its tape (bounded by perception.market.record);
+        returns the feed's tape."""
+        tape = record(self._prices.get(feed, ()), point)
+        self._prices[feed] = tape
+        return tape
+
+    def escalate(self, escalations: Iterable[Escalation]) -> None:
+        """Queue escalations for Theta's next tick (the oldest drop when full)."""
+        self._escalations.extend(escalations)
+
+    def drop_orphaned(self, chain_id: int, common_ancestor: int) -> int:
+        """Forget queued escalations of blocks above ``common_ancestor`` (a reorg)."""
+        return drop_orphaned(self._escalations, chain_id, common_ancestor)
+
+    # --- both -------------------------------------------------------------------------
+
+    def tape(self, feed: str) -> tuple[PricePoint, ...]:
+        """A feed's recent answers, oldest first (empty for an unknown feed)."""
+        return self._prices.get(feed, ())
+
+    # --- Theta's side -----------------------------------------------------------------
+
+    def latest_feed(self) -> tuple[str | None, tuple[PricePoint, ...]]:
+        """The feed Theta reasons about (the first by address, so the choice is stable)
+        and its tape; (None, ()) before any answer was seen."""
+        if not self._prices:
+            return None, ()
+        feed = min(self._prices)
+        return feed, self._prices[feed]
+
+    def drain(self) -> list[Escalation]:
+        """Every queued escalation, oldest first; the queue is empty afterwards."""
+        taken = list(self._escalations)
+        self._escalations.clear()
+        return taken
