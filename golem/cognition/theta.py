@@ -117,6 +117,19 @@ class Thought:
     cited: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """What a Theta tick starts from."""
+
+    feed: str | None
+    prices: tuple[PricePoint, ...]
+    escalations: list[Escalation]
+    escalated: list[str]
+    regime: MarketRegime
+    phase: Phase
+    vitality: float
+
+
 class VitalitySignal(Protocol):
     """What Theta needs of vitality each tick (mortality's newest reading)."""
 
@@ -157,35 +170,30 @@ class ThetaCycle:
     _reading: VitalitySignal | None = field(default=None, init=False)  # this tick's
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
-        feed, prices = self._feed()
-        escalations = self._drain_escalations()
-        escalated = [e.episode_id for e in escalations]
-        regime = market_regime(prices)
-        phase, vitality = Phase.STABLE, 1.0
-        if self.vitality_reader is not None:  # mortality is on: the Governor scales by phase
-            self._reading = await anyio.to_thread.run_sync(self.vitality_reader)
-            phase, vitality = self._reading.phase, self._reading.composite
+        seen = await self._sense()
         policy = await anyio.to_thread.run_sync(self.policies.latest)
         portfolio, holdings = await self.executor.view() if self.executor else (NO_POSITIONS, ())
-        live = [*self._live(feed, prices, escalated, self._positions(holdings)),
+        live = [*self._live(seen.feed, seen.prices, seen.escalated, self._positions(holdings)),
                 *await anyio.to_thread.run_sync(self._memory_files)]
-        query = self._query(feed, prices)
+        query = self._query(seen.feed, seen.prices)
         assembly = await self.grimoire_governor.assemble(
             policy, query=query, live=live,
-            escalated_ids=escalated, phase=phase, regime=regime, vitality=vitality,
-            escalated_episodes={e.episode_id: e.episode for e in escalations
+            escalated_ids=seen.escalated, phase=seen.phase, regime=seen.regime,
+            vitality=seen.vitality,
+            escalated_episodes={e.episode_id: e.episode for e in seen.escalations
                                 if e.episode is not None})
         ws = assembly.workspace
-        frame, keyframe, links, share = self._frames.next(ws, phase=phase, regime=regime,
-                                                          now=ctx.clock.now())
+        frame, keyframe, links, share = self._frames.next(
+            ws, phase=seen.phase, regime=seen.regime, now=ctx.clock.now())
         entries = tuple(offline.Entry(p.candidate.source, p.candidate.category.value, p.content)
                         for block in ws.blocks if not block.echo for p in block.items)
         sent_tokens = ws.used if keyframe is None else \
             keyframe.used + round(share * ws.total_budget)
-        tier = await self._tier([e.curiosity for e in escalations], phase, sent_tokens)
-        think = await self._think(tier, ws, feed, prices=prices, entries=entries,
-                                  escalated=len(escalated), keyframe=keyframe, links=links,
-                                  holdings=holdings)
+        tier = await self._tier([e.curiosity for e in seen.escalations], seen.phase,
+                                sent_tokens)
+        think = await self._think(tier, ws, seen.feed, prices=seen.prices, entries=entries,
+                                  escalated=len(seen.escalated), keyframe=keyframe,
+                                  links=links, holdings=holdings)
         if think.provider == ANTHROPIC:  # the request was sent: cached from now on
             self._frames.sent(ctx.clock.now())
         decision = think.decision
@@ -194,22 +202,10 @@ class ThetaCycle:
         executed = await self.executor.execute(
             [v.action for v in verdicts if v.accepted and v.action.kind != "hold"],
             tick=ctx.tick, now=ctx.clock.now()) if self.executor else []
-        latest = prices[-1].price if prices else None
-        due = [(p.subject, p.direction, p.magnitude, p.confidence, ctx.tick + p.horizon_ticks,
-                latest) for p in (decision.predictions if decision else ())
-               if latest is not None]
-        by_source = {e.uri: e.category for e in entries}
-        cited = (set(decision.referenced) if decision else set()) | think.cited
-        outcome = Outcome(
-            ctx.tick, regime.value, assembly.policy_revision,
-            injected=frozenset(e.category for e in entries),
-            referenced=frozenset(by_source[u] for u in cited if u in by_source),
-            missing=missing_categories(decision.missing_context if decision else ()),
-            cost_usd=think.cost_usd)
-        record = self._record(ctx.tick, assembly, decision, verdicts, escalated=escalated,
-                              regime=regime)
+        record = self._record(ctx.tick, assembly, decision, verdicts,
+                              escalated=seen.escalated, regime=seen.regime)
         # query, phase and live items let Loop 3 re-assemble this tick under other policies
-        record.update(query=query, phase=phase.value,
+        record.update(query=query, phase=seen.phase.value,
                       live=[asdict(item) for item in live],
                       frame={"kind": frame.kind.value, "why": frame.why,
                              "delta_share": round(share, 4)},
@@ -217,18 +213,11 @@ class ThetaCycle:
                       status=think.status, cost_usd=think.cost_usd, note=think.note,
                       problems=list(think.problems), cited=sorted(think.cited),
                       executions=[r.to_dict() for r in executed])
-        summary = (decision.analysis if decision else "malformed model output: "
-                   + "; ".join(think.problems))[:160]
-        scored = await anyio.to_thread.run_sync(self._score, ctx.tick, feed, latest)
-        await anyio.to_thread.run_sync(lambda: self.journal.record(
-            ctx.tick, ctx.clock.now(), provider=think.provider, status=think.status,
-            summary=summary, record=record, predictions=due, outcome=outcome))
-        self._emit_assembly(ctx.tick, assembly, regime, frame.kind.value)
-        self._emit(ContextFeedbackLoop(1, ctx.tick, {
-            "injected": sorted(outcome.injected), "referenced": sorted(outcome.referenced),
-            "missing": sorted(outcome.missing), "cost_usd": think.cost_usd}))
-        revised = await self._loop2(ctx.tick, ctx.clock.now(), regime)
-        return {"decisions": 1, "predictions": len(due), "scored": scored,
+        due, scored = await self._journal(ctx, seen, think, entries=entries, assembly=assembly,
+                                          record=record)
+        self._emit_assembly(ctx.tick, assembly, seen.regime, frame.kind.value)
+        revised = await self._loop2(ctx.tick, ctx.clock.now(), seen.regime)
+        return {"decisions": 1, "predictions": due, "scored": scored,
                 "rejected_actions": sum(not v.accepted for v in verdicts),
                 "context_used": ws.used, "context_pressure": round(ws.pressure, 3),
                 "policy_revision": revised or assembly.policy_revision,
@@ -236,6 +225,47 @@ class ThetaCycle:
                 "malformed": int(think.status == "malformed"),
                 **{f"actions_{k}": sum(r.status == s for r in executed) for k, s in
                    (("executed", "ok"), ("reverted", "reverted"), ("dry_run", "dry_run"))}}
+
+    async def _sense(self) -> _Seen:
+        """This tick's inputs: Gamma's tape and escalations, the regime, vitality's phase."""
+        feed, prices = self._feed()
+        escalations = self._drain_escalations()
+        phase, vitality = Phase.STABLE, 1.0
+        if self.vitality_reader is not None:  # mortality is on: the Governor scales by phase
+            self._reading = await anyio.to_thread.run_sync(self.vitality_reader)
+            phase, vitality = self._reading.phase, self._reading.composite
+        return _Seen(feed, prices, escalations, [e.episode_id for e in escalations],
+                     market_regime(prices), phase, vitality)
+
+    async def _journal(self, ctx: TickContext, seen: _Seen, think: Thought, *,
+                       entries: tuple[offline.Entry, ...], assembly: Assembly,
+                       record: dict[str, Any]) -> tuple[int, int]:
+        """Score the predictions now due, then journal this tick's decision, its new
+        predictions and its Loop 1 outcome in one transaction. Returns (new predictions,
+        predictions scored)."""
+        decision = think.decision
+        latest = seen.prices[-1].price if seen.prices else None
+        due = [(p.subject, p.direction, p.magnitude, p.confidence, ctx.tick + p.horizon_ticks,
+                latest) for p in (decision.predictions if decision else ())
+               if latest is not None]
+        by_source = {e.uri: e.category for e in entries}
+        cited = (set(decision.referenced) if decision else set()) | think.cited
+        outcome = Outcome(
+            ctx.tick, seen.regime.value, assembly.policy_revision,
+            injected=frozenset(e.category for e in entries),
+            referenced=frozenset(by_source[u] for u in cited if u in by_source),
+            missing=missing_categories(decision.missing_context if decision else ()),
+            cost_usd=think.cost_usd)
+        summary = (decision.analysis if decision else "malformed model output: "
+                   + "; ".join(think.problems))[:160]
+        scored = await anyio.to_thread.run_sync(self._score, ctx.tick, seen.feed, latest)
+        await anyio.to_thread.run_sync(lambda: self.journal.record(
+            ctx.tick, ctx.clock.now(), provider=think.provider, status=think.status,
+            summary=summary, record=record, predictions=due, outcome=outcome))
+        self._emit(ContextFeedbackLoop(1, ctx.tick, {
+            "injected": sorted(outcome.injected), "referenced": sorted(outcome.referenced),
+            "missing": sorted(outcome.missing), "cost_usd": think.cost_usd}))
+        return len(due), scored
 
     async def _tier(self, curiosities: list[float], phase: Phase, context_tokens: int) -> Tier:
         if self.model is None:
