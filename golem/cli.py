@@ -11,10 +11,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TextIO
 
-# Before numpy loads: OpenBLAS's worker threads spin after each matrix product, and the
-# Grimoire's products are small (at most a few thousand 384-d rows). Measured in one
-# process at 100k episodes and 5k entries: 63.6 -> 43.8 ms of CPU per recall (same wall
-# time), and 95 -> 0.5 ms of CPU per idle second just after recalling.
+# Before numpy loads: OpenBLAS's worker threads spin after each matrix product, taking CPU
+# from the daemon's other loops, and the Grimoire's products are small (at most a few
+# thousand 384-d rows), so one thread loses no recall latency. An operator's own setting wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import anyio

@@ -99,8 +99,8 @@ class GrimoireSection:
     namespace: str = field(default="", metadata=_check(max_len=64))
     # Other namespaces this golem may read (explicit grants; reads never cross otherwise).
     read_grants: tuple[str, ...] = ()
-    # Texts per model run. One: no padding, the lowest peak RSS (100k-episode probe: 341
-    # MB against 357 at 4 and 369 at 8), ~10% fewer texts/s than 4 (~88 a second).
+    # Texts per model run. One: no padding and the lowest peak RSS, for somewhat fewer
+    # texts a second than a small batch.
     embed_batch_size: int = field(default=1, metadata=_check(ge=1, le=1024))
     max_text_chars: int = field(default=8000, metadata=_check(ge=16, le=1_000_000))
     # Four-factor retrieval weights (seed 000); must sum to 1.
@@ -127,14 +127,14 @@ class GrimoireSection:
     eviction_threshold: float = field(default=0.10, metadata=_check(ge=0, le=1))
     # A contradicting claim against an entry this confident (or anchored) is quarantined.
     quarantine_confidence: float = field(default=0.80, metadata=_check(ge=0, le=1))
-    # Episodes above this many rows get an ANN index (IVF_SQ); below it search is exact.
-    # Exact search costs ~2 ms per 1,000 rows (18 ms at 19k, where retention's default cap
-    # holds a long run); the index ~6 ms from 5k to 100k, recall@10 0.99 of exact at 5-19k.
+    # An episode table of at least this many rows gets an ANN index (IVF_SQ); below it
+    # search is exact.
+    # Exact search time grows with the rows, an indexed search's barely: the default is
+    # about where the index becomes the faster of the two.
     index_min_rows: int = field(default=5_000, metadata=_check(ge=256, le=10**9))
     # LanceDB's caches, bounded (its defaults, 6 GB and 1 GB, grow RSS without limit over
-    # a long run). Holding the whole vector index takes ~400 bytes per episode; 16 MB
-    # re-reads it from the OS file cache instead (100k episodes, varied queries: vector
-    # search ~5 -> ~8 ms, RSS -40 MB; a 32 MB cache churned and grew RSS as much as 128).
+    # a long run). A cache smaller than the vector index re-reads index pages from the OS
+    # file cache: slower searches for a lower RSS. Raise it when memory is plentiful.
     lance_index_cache_mb: int = field(default=16, metadata=_check(ge=8, le=65_536))
     lance_metadata_cache_mb: int = field(default=16, metadata=_check(ge=8, le=65_536))
 

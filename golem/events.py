@@ -325,7 +325,7 @@ class WorkingMemoryRewritten(Event):
 
 @dataclass(frozen=True)
 class VitalityUpdated(Event):
-    """Delta computed vitality (issue 7): the components, their product and the phase."""
+    """Delta computed vitality: the components, their product and the phase."""
 
     kind: ClassVar[str] = "mortality:vitality"
     tick: int

@@ -5,8 +5,8 @@ the chain through `reader` like any other node. The chain lives in memory, so
 every market step is journalled (golem time and dt, in the capture store) before
 it runs: a restarted daemon redeploys with the same seed and genesis time and
 replays the journal, which rebuilds the identical chain (same transactions, same
-block hashes), and capture resumes from its committed cursor. Replay costs about
-0.15 s per journalled step at start-up.
+block hashes), and capture resumes from its committed cursor. Replay re-runs every
+journalled step, so start-up takes longer the longer the chain has run.
 
 The golem's own transactions change the chain too, so they are journalled the same
 way (signed raw bytes, or the wallet's funding, with the number of market steps

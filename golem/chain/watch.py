@@ -49,6 +49,6 @@ def event_topic(event: str) -> str:
     text = event.strip()
     if TOPIC0.fullmatch(text):
         return text.lower()
-    from eth_utils.crypto import keccak  # noqa: PLC0415 - 0.26 s to import; config checks skip it
+    from eth_utils.crypto import keccak  # noqa: PLC0415 - slow to import; config checks skip it
 
     return "0x" + keccak(text=re.sub(r"\s+", "", text)).hex()

@@ -26,8 +26,9 @@ class Category(StrEnum):
     OWNER_CONTROL = "owner_control"
 
 
-# Hard context is never compacted under pressure (issue 5: policy cage, positions,
-# phase, warnings); warnings and anti-knowledge travel in INVARIANTS.
+# Hard context is never compacted under pressure: the policy cage, warnings and
+# anti-knowledge (all in INVARIANTS), positions and market state (DEFI_SNAPSHOT), the
+# phase and vitality (MORTALITY) and the owner's instructions (OWNER_CONTROL).
 HARD: frozenset[Category] = frozenset({
     Category.INVARIANTS, Category.DEFI_SNAPSHOT, Category.MORTALITY, Category.OWNER_CONTROL})
 
@@ -42,7 +43,8 @@ class MarketRegime(StrEnum):
 
 
 class Phase(StrEnum):
-    """Behavioural phases by vitality (mortality issue): Thriving > 0.7 ... Terminal < 0.1."""
+    """Behavioural phases by vitality (golem.mortality.vitality): Thriving > 0.7 ...
+    Terminal < 0.1."""
 
     THRIVING = "thriving"
     STABLE = "stable"

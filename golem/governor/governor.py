@@ -138,7 +138,7 @@ class ContextGovernor:
                         regime in policy.regime_overrides, result.refused)
 
     async def _episodes(self, ids: Sequence[str], known: Mapping[str, Episode]) -> list[Episode]:
-        """At most 10, in order; a store read only for those not handed in (~5 ms)."""
+        """At most 10, in order; a store read only for those not handed in."""
         ids = list(ids[:10])
         missing = [i for i in ids if i not in known]
         read = {e.id: e for e in await self.grimoire.episodes_by_ids(missing)} if missing else {}

@@ -68,7 +68,7 @@ def _sha256(path: Path) -> str:
 
 def default_threads() -> int:
     """onnxruntime threads: the cores we have, at most 2 (it shares them with LanceDB and
-    the event loop; on 2 cores 1 thread costs about 40% throughput, more gains little)."""
+    the event loop; on 2 cores one thread loses much throughput, more gain little)."""
     return max(1, min(os.cpu_count() or 1, 2))
 
 
@@ -76,10 +76,9 @@ def _stop_spinning(model: TextEmbedding, model_dir: Path, threads: int) -> None:
     """Rebuild fastembed's onnxruntime session with idle workers that sleep, not spin.
 
     By default a worker spins after each run; on 2 shared cores that steals the core
-    LanceDB's searches and the other loops need (measured under load, same process,
-    alternating: recall p50 63 -> 38 ms, process CPU per recall 81 -> 47 ms, batch
-    embedding 19 -> 37 texts/s). fastembed does not expose the option. Same graph
-    optimisations and threads, so the vectors are unchanged.
+    LanceDB's searches and the other loops need, slowing recall and batch embedding
+    alike. fastembed does not expose the option. Same graph optimisations and threads,
+    so the vectors are unchanged.
     """
     inner: Any = getattr(model, "model", None)
     if not isinstance(getattr(inner, "model", None), ort.InferenceSession):
@@ -91,7 +90,7 @@ def _stop_spinning(model: TextEmbedding, model_dir: Path, threads: int) -> None:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = options.inter_op_num_threads = threads
     options.enable_cpu_mem_arena = False
-    options.enable_mem_pattern = False  # -25-30 MB peak on ingest batches, same speed
+    options.enable_mem_pattern = False  # lower peak on ingest batches, same speed
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     inner.model = ort.InferenceSession(str(model_dir / MODEL_FILE), sess_options=options,
@@ -100,8 +99,8 @@ def _stop_spinning(model: TextEmbedding, model_dir: Path, threads: int) -> None:
 
 
 def _trim_heap() -> None:
-    """Hand freed heap pages back to the OS (glibc keeps them; loading a model frees ~50-150
-    MB of temporaries). A no-op where there is no malloc_trim (musl, macOS)."""
+    """Hand freed heap pages back to the OS (glibc keeps them, and loading a model frees
+    many temporaries). A no-op where there is no malloc_trim (musl, macOS)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
@@ -192,7 +191,7 @@ class Embedder:
         if not items:
             return np.empty((0, self.dim), dtype=np.float32)
         # Batches are padded to their longest text: embedding in length order wastes less
-        # (measured +15-20% texts/s on mixed renderings; results are bit-identical).
+        # (results are bit-identical).
         order = np.argsort([len(t) for t in items], kind="stable")
         try:
             with self._lock:

@@ -4,8 +4,9 @@ With episodes_schema.py (row layout, filters, index set-up) the only code import
 Synchronous by design: the facade calls it in a worker thread. Writes go through
 one lock and are one commit per call (merge_insert on the stable id, so a
 re-captured event never duplicates). Search is exact (brute force) until
-``index_min_rows``, then an IVF_SQ cosine index is trained and retrained as the
-table grows by a fifth; rows written since are still searched, unindexed.
+``index_min_rows``, then an IVF_SQ cosine index is trained, and retrained as the
+table grows by a fifth or its delta segments pile up; rows written since are still
+searched, unindexed.
 Replay counts live beside the table in replays.db (replays.py), not in its rows.
 Assumes one writing process (the data-dir lock holder).
 """
@@ -58,11 +59,10 @@ from golem.grimoire.signature import ModelSignature
 log = structlog.get_logger("golem.grimoire")
 REINDEX_GROWTH = 1.2  # retrain the vector index when the table grew by 20% since training
 FTS_INDEX = "text_idx"  # LanceDB's default name for the index on "text"
-# Each optimize() with new or rewritten rows adds a delta segment to the vector index, and
-# a search probes every segment: when replay counts were a column (~1,900 rows rewritten a
-# Delta tick) an 8k-row table reached 13 segments in 12 ticks and ~30 later, its search
-# 4.4 -> 10-15 ms (exact search: ~10). Capture and verification still add them. Past this
-# many the index is retrained (0.2 s at 8k rows, 1.2 s at 19k), which leaves one.
+# Each optimize() with new or rewritten rows (capture, verification) adds a delta segment
+# to the vector index, and a search probes every segment, so searches slow down with each
+# one until they are slower than an exact search. Past this many, maybe_build_index
+# retrains the index, which leaves one.
 MAX_VECTOR_SEGMENTS = 4
 FTS_REFRESH_ROWS = 1000
 _CONFIGURED = GrimoireSection()  # the defaults of a store opened without a config
@@ -141,11 +141,10 @@ class EpisodeStore:
         self._replays.close()
 
     def reconnect(self) -> None:
-        """Replace the LanceDB connection and its session with fresh ones. Each compaction
-        or index build leaves memory in the session that its cache bounds do not cover
-        (RSS 271 -> 897 MB over 2,400 Gamma-sized writes with Delta's index upkeep;
-        reconnecting after each upkeep: 271 -> 406 MB; benchmarks/episode_maintenance_rss.py).
-        The next searches reload the index; searches already running keep the old handle."""
+        """Replace the LanceDB connection and its session with fresh ones, giving back the
+        memory each compaction or index build leaves in the session beyond its cache bounds
+        (benchmarks/episode_maintenance_rss.py). The next searches reload the index;
+        searches already running keep the old handle."""
         with self._write_lock, self._vendor("reconnect"):
             db = _connect(self.directory, self._cache_mb)
             self._db, self._table = db, self._open_table_in(db, self._meta.table)
@@ -197,7 +196,7 @@ class EpisodeStore:
         """Insert by id, one commit; an id already stored is left as it is (capture is
         idempotent, and re-capturing an event must not reset what consolidation learned
         about it: replay_count, importance, quality_verified). Within one call the last
-        of duplicate ids wins. Returns the rows offered."""
+        of duplicate ids wins. Returns the number of distinct ids offered, stored or not."""
         self._require_match()
         vectors = unit_vectors(vectors, len(episodes), self.signature.dim)
         for ep in episodes:
@@ -224,9 +223,9 @@ class EpisodeStore:
                    protocol: str | None, category: str | None) -> Expr | None:
         """The searches' prefilter; None when it would keep every row: the asked namespaces
         hold all there are and nothing else narrows (the usual case: one golem, one
-        namespace). Filtering costs ~1 ms of a ~4 ms search at 100k rows, in each search.
-        The set of stored namespaces is read once under the write lock and grows before
-        each write commits, so it never misses one (deletes never shrink it)."""
+        namespace): a filter costs time in every search. The set of stored namespaces is
+        read once under the write lock and grows before each write commits, so it never
+        misses one (deletes never shrink it)."""
         where = search_filter(namespaces, since, until, protocol, category)
         if (since, until, protocol, category) != (None, None, None, None):
             return where
@@ -340,16 +339,16 @@ class EpisodeStore:
         if k < 1 or not namespaces:
             return []
         # Exactly nprobes partitions: with a prefilter, LanceDB's open-ended maximum_nprobes(0)
-        # probes every partition (measured: 100k comparisons, ~9 ms, vs ~20k and ~3 ms). Only
-        # a filter so selective that those partitions hold fewer than k rows probes them all.
+        # probes every partition, comparing every row. Only a filter so selective that
+        # those partitions hold fewer than k rows probes them all.
         with self._vendor("vector search"):
             found = self._vector_rows(query, where, k, self.nprobes, columns)
             if found.num_rows < k and self._meta.index_rows is not None:
                 found = self._vector_rows(query, where, k, 0, columns)
-        # The IVF_SQ index ranks by squared L2 between unit vectors on quantised values (a
-        # cosine of 0.55 came back as similarity 0.10 when read as a cosine distance), so
-        # the similarity is computed here from the stored vectors, and the k re-ranked on
-        # it: what LanceDB's refine_factor(1) does, without its second read of the rows.
+        # The IVF_SQ index ranks by squared L2 between unit vectors on quantised values, which
+        # read as a cosine distance gives a wrong similarity, so the similarity is computed
+        # here from the stored vectors, and the k re-ranked on it: what LanceDB's
+        # refine_factor(1) does, without its second read of the rows.
         vectors = arrow_vectors(found, self.signature.dim)
         similarity = np.clip(vectors @ query, -1.0, 1.0)
         rows = found.drop_columns(["vector", "_distance"]).to_pylist()
@@ -378,8 +377,9 @@ class EpisodeStore:
                          ) -> list[Found]:
         """Top-k by full text (score BM25) with their rows undecoded and their vectors, so
         recall has every lexical hit's cosine and decodes only the rows fusion keeps. Rows
-        come with the search (~1 ms for 30 at 100k), not from a separate read afterwards
-        (~2.5 ms plus its wait). Needs no query vector: it runs while the query embeds."""
+        come with the search, not from a separate read afterwards (which would add a round
+        trip to recall's critical path). Needs no query vector: it runs while the query
+        embeds."""
         where = self._prefilter(namespaces, since, until, protocol, category)
         if k < 1 or not namespaces or not query.strip():
             return []
@@ -423,7 +423,8 @@ class EpisodeStore:
         return rows
 
     def _legacy_replay_counts(self) -> list[tuple[str, int]]:
-        """The counts the table's own column held before replays.db existed."""
+        """The counts a store written by an older version kept in its own replay_count
+        column (replays.db takes them once, when it is created)."""
         with self._vendor("replay count copy"):
             rows = self._rows("replay_count > 0", ["id", "replay_count"], 2**31 - 1)
         return [(str(r["id"]), int(r["replay_count"])) for r in rows]
@@ -477,10 +478,11 @@ class EpisodeStore:
 
     def maybe_build_index(self) -> bool:
         """Keep search fast; call it from a maintenance loop. Trains the IVF_SQ cosine index
-        once past index_min_rows and retrains it on 20% growth or past MAX_VECTOR_SEGMENTS
-        delta segments; folds rows written since the last optimize into the indexes once
-        there are more than FTS_REFRESH_ROWS of them (unindexed rows are still found, but
-        cost ~6 ms per 1,000 in every text search). Returns whether it did any work."""
+        once the table holds index_min_rows, and retrains it on 20% growth, past
+        MAX_VECTOR_SEGMENTS delta segments, or when its kind is not INDEX_KIND; folds rows
+        written since the last optimize into the indexes once there are more than
+        FTS_REFRESH_ROWS of them (unindexed rows are still found, but every text search
+        scans them). Reconnects when it did work. Returns whether it did any work."""
         self._require_match()
         did = False
         with self._write_lock, self._vendor("index build"):
@@ -499,8 +501,8 @@ class EpisodeStore:
                          segments=segments)
                 partitions = max(1, round(math.sqrt(rows)))
                 # A target partition size, not a count: optimize() re-partitions toward
-                # the target, and with the default target it collapsed ~316 partitions into
-                # 4, so every search scanned all rows.
+                # the target, and with the default target it merges the partitions into a
+                # handful, so every search would scan all rows.
                 self._table.create_index("vector", config=IvfSq(
                     distance_type="cosine", target_partition_size=max(1, rows // partitions)),
                     replace=True)
@@ -513,7 +515,8 @@ class EpisodeStore:
 
     def optimize(self, older_than_s: float = 3600.0) -> dict[str, Any]:
         """Compact fragments, fold new rows into the indexes, drop versions older than
-        ``older_than_s`` and leftover ``.tmp*`` files. Returns before/after stats."""
+        ``older_than_s`` and leftover ``.tmp*`` files, then reconnect. Returns before/after
+        stats."""
         if not older_than_s >= 0:
             raise ValueError(f"older_than_s: must be >= 0, got {older_than_s}")
         with self._write_lock:
@@ -582,17 +585,17 @@ class EpisodeStore:
 
 def _connect(directory: Path, cache_mb: tuple[int, int]) -> Any:
     """A connection with bounded caches: LanceDB's defaults (6 GB index, 1 GB metadata) let
-    every small write's manifest and fragment metadata accumulate, so RSS grew by ~450 MB
-    per 1,000 Gamma-sized upserts; bounded, it plateaus (~+140 MB)."""
+    every small write's manifest and fragment metadata accumulate, so RSS grows with the
+    writes; bounded, it plateaus."""
     index_mb, metadata_mb = cache_mb
     return lancedb.connect(str(directory), session=lancedb.Session(
         index_cache_size_bytes=index_mb << 20, metadata_cache_size_bytes=metadata_mb << 20))
 
 
 def _run(query: Any) -> Any:
-    """Run a query on LanceDB's event loop in one hop. Its synchronous builder makes ~5
-    round trips to that loop per query (three schema reads among them): ~1 ms of CPU and
-    thread switches in each search, ~1.5 ms of a Theta recall (alternated runs)."""
+    """Run a query on LanceDB's event loop in one hop. Its synchronous builder makes several
+    round trips to that loop per query (schema reads among them), each a thread switch
+    in every search."""
     return LOOP.run(query.to_arrow())  # type: ignore[no-untyped-call]
 
 

@@ -6,7 +6,7 @@
 store.json is the single commit point: it is replaced atomically (temp file,
 fsync, rename, fsync dir). A table directory it does not name is an unfinished
 creation or migration and is removed at open. Inside the live table, a killed
-LanceDB write leaves ``.tmp*`` files (measured with lancedb 0.40: in ``data/``
+LanceDB write leaves ``.tmp*`` files (lancedb 0.40 leaves them in ``data/``
 while a data file streams, in ``_indices/<uuid>/`` while an index is written)
 that LanceDB's own cleanup does not remove; they are deleted before the table is
 opened. Only the one process holding the data-dir lock may sweep.
@@ -29,8 +29,9 @@ from golem.grimoire.signature import ModelSignature
 
 META_FILE = "store.json"
 META_FORMAT = 1
-# IVF_SQ sized by target partition size (kind 1, unnamed, was sized by a partition count
-# that LanceDB's optimize() collapsed to a handful of partitions).
+# IVF_SQ sized by target partition size. An index recorded without this kind was sized
+# by a partition count, which LanceDB's optimize() collapses to a handful of partitions,
+# and is retrained.
 INDEX_KIND = "ivf_sq_target_size"
 TABLE_PREFIX = "episodes-"
 TABLE_SUFFIX = ".lance"

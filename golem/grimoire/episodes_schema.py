@@ -26,10 +26,10 @@ from golem.grimoire.records import Episode, Pad, Provenance, Source, finite_unit
 
 # Layout 2: one JSON "record" column holds the whole episode except its text and the
 # fields later writes change; the other columns exist to be filtered, indexed or updated.
-# Reading a row costs ~0.25 ms per column per 30 rows at 100k (whatever the type), so the
-# 27 columns of layout 1 made reading recall's shortlist its slowest step (~7 ms); the
-# five of ROW_COLUMNS take ~3. The filter columns' values are also in the record and never
-# change after a write (episodes_migrate.current_layout tells the layouts apart).
+# Columns read per search are the minimum recall needs (ROW_COLUMNS): reading a column
+# costs time in every search, whatever its type. The filter columns' values are also in
+# the record and never change after a write (episodes_migrate.current_layout tells this
+# layout from layout 1, one column per field).
 _SCALARS: tuple[tuple[str, pa.DataType, bool], ...] = (
     ("id", pa.string(), False),
     ("namespace", pa.string(), False),
@@ -228,8 +228,8 @@ def sql_value(name: str, value: Any) -> str:
 
 def create_table(db: Any, name: str, schema: pa.Schema) -> Any:
     """An empty table with its full-text and scalar indexes (optimize() keeps them current;
-    rows written since are scanned). Measured at 100k rows: the namespace bitmap cuts a
-    prefiltered vector search from 14 to 10 ms, the id B-tree speeds merge_insert and get."""
+    rows written since are scanned): the bitmaps and the observed_at B-tree speed the
+    searches' prefilters, the id B-tree merge_insert and get."""
     table = db.create_table(name, schema=schema)
     # max_token_length 80 keeps addresses (42) and tx hashes (66) searchable.
     table.create_index("text", config=FTS(max_token_length=80))

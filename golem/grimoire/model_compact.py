@@ -2,21 +2,17 @@
 
 The PyPI model stores each weight as int8 with a float scale, dequantised in the graph
 (``Cast`` to float, ``Mul`` by the scale). onnxruntime folds those constants at load, so
-every weight lived in memory as float32 (~70 MB of a session's ~72). Two rewrites:
+every weight would live in memory as float32, most of the session. Two rewrites:
 
 - Embedding tables: gather the int8 rows and their per-row scales first, then cast and
-  scale only the rows looked up (the word table alone was ~47 MB as float32). The same
-  float operations on the same values: bit-identical on its own.
+  scale only the rows looked up. The same float operations on the same values:
+  bit-identical on its own.
 - Weight matrices (per-column scales): ``MatMulNBits`` with 8 bits, blocks of 32 and
-  int8 compute (accuracy level 4), the same int8 weights and scales. Session RSS ~72
-  -> ~47 MB, load peak -70 MB, a query ~1 ms faster, batch throughput ~-10%. Vectors
-  move (cosine to the source's >= 0.9996 on varied texts, 9.5 of 10 nearest
-  neighbours shared), so the vector space has its own identity (``vector_space``).
-  Measured and rejected: blocks of 128 (a text's vector then depends on the other
-  texts in its batch, up to 7e-3 per component; with 32 it does not, at any batch
-  size or thread count: tested), float compute (2.3x slower queries), and per-tensor
-  dynamic quantisation (``DynamicQuantizeMatMul``: fastest, but cosine to the source
-  0.986-0.993 and batch-dependent).
+  int8 compute (accuracy level 4), the same int8 weights and scales: a smaller session
+  and faster queries, for some batch throughput. Vectors move slightly from the
+  source's, so the vector space has its own identity (``vector_space``). With blocks of
+  32 a text's vector does not depend on the other texts in its batch nor on the thread
+  count (tested; blocks of 128 do not keep that).
 
 The only module that imports ``onnx``; the daemon never imports it.
 """

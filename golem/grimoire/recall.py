@@ -127,7 +127,8 @@ class Candidate:
 
     kind: HitKind
     id: str
-    # None: an episode the searches returned by id, read only if fusion keeps it.
+    # None until fusion keeps the candidate: then an entry comes from the read, an episode
+    # is decoded from the row its search brought.
     record: Episode | SemanticEntry | None = None
     similarity: float = 0.0
     dense_rank: int | None = None

@@ -1,8 +1,8 @@
 """Episode replay counts, kept beside the episode table in a small SQLite file.
 
-Consolidation replays ~1,900 episodes a Delta tick. As a LanceDB column each +1 rewrote
-the whole row (text, record, vector): ~4 MB of writes a tick, and every maintenance
-optimize() then added a delta segment to the vector index, which each search probes.
+Consolidation replays up to a batch of episodes every Delta tick. As a LanceDB column
+each +1 would rewrite the whole row (text, record, vector), and every maintenance
+optimize() would then add a delta segment to the vector index, which each search probes.
 Here a tick's increments are one SQLite transaction of small rows, and an episode row
 is written when captured and rarely after. Only counts above zero are stored.
 """
@@ -34,8 +34,9 @@ class ReplayCounts:
     @classmethod
     def open(cls, directory: Path, legacy: LegacyCounts) -> ReplayCounts:
         """Open or create the file. A new file takes the counts ``legacy`` yields (those
-        the episode table held before this file existed) in the transaction that creates
-        its table, so a crash leaves either no table (copied again next time) or all."""
+        an episode table written by an older version holds in its own column) in the
+        transaction that creates its table, so a crash leaves either no table (copied
+        again next time) or all."""
         path = directory / FILE
         try:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

@@ -269,9 +269,9 @@ class SemanticStore:
         wants: Sequence[tuple[int, Filters]],
     ) -> list[tuple[list[ListHit], list[ListHit]]]:
         """For each (k, filters): the dense and the lexical top-k as (id, score, cosine),
-        reading no entry (parsing one costs ~20 us): recall reads (get) the entries found
-        while its episode searches run. Lexical hits get their cosine from the in-memory
-        matrix."""
+        reading no entry (parsing one is the costly part): recall reads (get) the entries
+        found while its episode searches run. Lexical hits get their cosine from the
+        in-memory matrix."""
         query_vector = vector_matrix(vector, 1, self.dim)[0]
         lexical = self._lexical_lists(query, namespaces, wants)
         found = [(self._vectors.search(query_vector, k, namespaces, filters, self.dim), hits)

@@ -105,7 +105,7 @@ class SemanticDb:
         ``durable=False`` commits without an fsync (synchronous=NORMAL for this one
         transaction): the database stays consistent, a power cut may lose this write, and
         the next durable commit makes it durable too. For bookkeeping such as access counts,
-        whose fsync was recall's slowest write (0.7 ms idle, 2-10 ms p95 under load)."""
+        whose fsync would be the slowest write of every recall."""
         try:
             if not durable:
                 self._conn.execute("PRAGMA synchronous=NORMAL")

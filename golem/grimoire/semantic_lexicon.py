@@ -1,13 +1,13 @@
 """BM25 over the semantic store's entries, in memory: what its FTS5 index computes, faster.
 
-SQLite's FTS5 ranks by computing bm25 for every matching row: a Theta query OR-ing a
-dozen market words matched all 5,000 entries of the Governor benchmark, and recall's
-two lexical lists cost ~13 ms of its ~35. Here the same scores come from numpy over
-posting arrays (~0.5 ms): FTS5's formula (fts5_aux.c, k1 = 1.2, b = 0.75, column
-weights text 1.0, tags 0.5, idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6, each
-quoted query word a phrase), its statistics over every entry of every namespace and
-status, and tokens from FTS5's own tokenizer (the caller hands them in), so the lists
-are FTS5's. No I/O here: the store feeds it tokens after each committed write.
+SQLite's FTS5 ranks by computing bm25 for every matching row, and a Theta query OR-ing a
+dozen common market words matches nearly every entry: each lexical list costs a pass in
+SQL over the whole store. Here the same scores come from numpy over posting arrays:
+FTS5's formula (fts5_aux.c, k1 = 1.2, b = 0.75, column weights text 1.0, tags 0.5,
+idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6, each quoted query word a phrase),
+its statistics over every entry of every namespace and status, and tokens from FTS5's
+own tokenizer (the caller hands them in), so the lists are FTS5's. No I/O here: the
+store feeds it tokens after each committed write.
 """
 
 from __future__ import annotations

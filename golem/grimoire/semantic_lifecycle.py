@@ -48,7 +48,7 @@ class QuarantineRecord:
 
 def record_access(db: SemanticDb, ids: Sequence[str], now: float) -> int:
     """Access counts feed importance; losing the last few to a power cut is harmless, so
-    this commit skips its fsync (it was ~0.7 ms of every recall)."""
+    this commit skips its fsync (every recall makes it)."""
     with db.write(durable=False) as conn:
         cur = conn.executemany("UPDATE entries SET access_count = access_count + 1, "
                                "last_accessed = ? WHERE id = ?",

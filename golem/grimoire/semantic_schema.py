@@ -247,7 +247,7 @@ def entry_row(entry: SemanticEntry, blob: bytes, signature: str) -> tuple[Any, .
 
 class RowDecoder:
     """row_entry remembered by the whole row: recall reads the same entries on every
-    query, and a decode costs ~30 us against ~2 us to hash the row. A changed row is
+    query, and a decode costs far more than hashing the row. A changed row is
     another key, so nothing goes stale; past ``size`` rows the oldest are dropped.
     Entries are frozen and shared: callers must not mutate their ``fact`` dicts."""
 

@@ -4,11 +4,9 @@ glibc raises its mmap threshold each time a large mmapped block is freed (up to 
 so after the first embedding batch the model's activation buffers come from the heap,
 and the heap, fragmented by LanceDB's allocations between them, is not given back.
 A fixed threshold keeps every buffer of 1 MiB or more in its own mapping, returned on
-free. Measured (100k-episode store, model loaded, 200 searches, four 64-text ingest
-calls, batch 8): peak RSS 466 -> 397 MB, embedding throughput -8 to -14% (fresh pages
-for each buffer; Gamma needs a few texts per second of ~90). A 128 KiB threshold gave
-389 MB for -22%. Fewer arenas (two) keep the threads of onnxruntime, LanceDB and the
-event loop from each holding freed memory.
+free: a lower peak RSS for some embedding throughput (fresh pages for each buffer),
+which Gamma's few texts per second can spare. Fewer arenas (two) keep the threads of
+onnxruntime, LanceDB and the event loop from each holding freed memory.
 
 An operator's own ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_ARENA_MAX`` wins (glibc read
 them at start-up); elsewhere than glibc this does nothing.
