@@ -75,7 +75,7 @@ async def open_settle(config: Config, stack: AsyncExitStack, grimoire: Grimoire,
                       now: Callable[[], float],
                       accepting: Callable[[], bool] | None = None) -> Settle | None:
     """Settle for `golem die` with no daemon running: the simulated chain is rebuilt from its
-    journal first (about 0.15 s per journalled market step), a node is used as it is. None
+    journal first (a replay of every journalled market step), a node is used as it is. None
     when nothing can have been bought (actions off, a dry run, no chain, a chain never run)."""
     if not config.actions.enabled or config.dry_run or config.chain.mode == "off":
         return None

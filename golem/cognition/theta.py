@@ -318,10 +318,9 @@ class ThetaCycle:
     @staticmethod
     def _query(feed: str | None, prices: tuple[PricePoint, ...]) -> str:
         """What Theta asks memory: the kind of market, not its exact numbers (the seed's
-        GrimoireQuery is keyed on regime and task). A query carrying "-2.2%" recalled a
-        different half of its 30 episodes than one carrying "-2.4%" (benchmark store),
-        churning the workspace on digits; this one repeats from tick to tick, so its
-        vector comes from the embedder's cache. The model gets the exact move in
+        GrimoireQuery is keyed on regime and task). Exact digits in the query would churn
+        the recalled set, and so the workspace, from tick to tick; this one repeats, so
+        its vector comes from the embedder's cache. The model gets the exact move in
         ``_situation``."""
         label = move_label(prices)
         kind = (f"market {label}, {market_regime(prices).value} regime" if label

@@ -4,9 +4,8 @@ Pure: plain numbers in, plain numbers out (no I/O, no clock, no store). The Delt
 (vitality_check.py) gathers the inputs and keeps the history (vitality_store.py).
 
 The components multiply, so any one at zero kills whatever the others say. Phase
-boundaries: each phase includes its lower bound, Thriving excludes 0.7 (the issue says
-"> 0.7"): 0.7 and 0.5 are Stable, 0.3 is Conservation, 0.1 is Declining, below 0.1 is
-Terminal.
+boundaries: each phase includes its lower bound, and Thriving is strictly above 0.7:
+0.7 and 0.5 are Stable, 0.3 is Conservation, 0.1 is Declining, below 0.1 is Terminal.
 """
 
 from __future__ import annotations
@@ -92,7 +91,8 @@ def phase_of(v: float) -> Phase:
 
 
 def death_reserve_usd(start_usd: float, floor: float = 0.30, fraction: float = 0.02) -> float:
-    """Ring-fenced for the death protocol (issue 7 point 3)."""
+    """What normal life may never spend: max(floor, fraction x starting budget), kept for
+    the death protocol's reflection and notifications."""
     return max(floor, fraction * start_usd)
 
 

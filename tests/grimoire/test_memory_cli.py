@@ -54,8 +54,10 @@ def test_daemon_opens_the_grimoire_and_registers_delta(tmp_path: Path,
     ran = run_golem("run", "--config", config, "--stop-after", "1h")
     assert ran.returncode == 0, ran.stderr
     status = json.loads(run_golem("status", "--config", config, "--json").stdout)
-    # mortality first (the death protocol, then vitality), then consolidation
-    assert status["loops"]["delta"]["handlers"] == ["thanatopsis", "vitality", "delta"]
+    # mortality first (the death protocol, then vitality), then consolidation, then the
+    # calendar jobs (compaction, SQLite upkeep) that the golem clock drives in simulated mode
+    assert status["loops"]["delta"]["handlers"] == ["thanatopsis", "vitality", "delta",
+                                                    "scheduled-jobs"]
     assert status["loops"]["delta"]["ok"] == 6
     assert (tmp_path / "data" / "grimoire.db").exists()
     assert (tmp_path / "data" / "consolidation" / "consolidation.db").exists()
