@@ -159,23 +159,22 @@ class DeltaCycle:
 
     async def _rewrite(self, now: float) -> Mapping[str, Any]:
         assert self.memory is not None
-        insights = await self.memory.grimoire.in_store(self._insights, now)
+        insights = await self._insights(now)
         report = await self.memory.run(now, insights=insights)
         return {"accepted": int(report.accepted), "consumed": report.notes_consumed}
 
-    def _insights(self, now: float) -> list[tuple[str, str, float]]:
+    async def _insights(self, now: float) -> list[tuple[str, str, float]]:
         """What the dream brought to mind: the newest dream hypotheses and the most confident
         knowledge consolidated since the last day, for Emerging Skills / Curiosity Gaps."""
         grimoire = self.memory.grimoire if self.memory is not None else None
         if grimoire is None:
             return []
-        recent = [e for e in grimoire.semantic.iter_all()
-                  if e.namespace == grimoire.namespace
-                  and e.status in (Status.ACTIVE, Status.STAGED)
-                  and e.entry_type is not EntryType.ANTI_KNOWLEDGE
-                  and e.fact_kind is not FactKind.BASELINE  # statistics, not skills
-                  and e.provenance.process in ("dream", "consolidation")
-                  and (e.last_reinforced or e.created_at) >= now - 86_400.0]
+        recent = await grimoire.entries(
+            statuses=(Status.ACTIVE, Status.STAGED),
+            where=lambda e: (e.entry_type is not EntryType.ANTI_KNOWLEDGE
+                             and e.fact_kind is not FactKind.BASELINE  # statistics, not skills
+                             and e.provenance.process in ("dream", "consolidation")
+                             and (e.last_reinforced or e.created_at) >= now - 86_400.0))
         recent.sort(key=lambda e: (-e.confidence, e.id))
         return [(e.id, e.text, e.confidence) for e in recent[:MAX_INSIGHTS]]
 

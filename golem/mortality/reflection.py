@@ -57,9 +57,7 @@ def clean(text: str, limit: int = MAX_ITEM_CHARS) -> str:
 
 async def gather(grimoire: Grimoire, data_dir: Path, cause: str, *, limit: int = 12) -> Evidence:
     """Read the Grimoire, Loop 3's mutations and the decision journal (read-only)."""
-    entries: list[SemanticEntry] = await grimoire.in_store(
-        lambda: list(grimoire.semantic.iter_all()))
-    own = [e for e in entries if e.namespace == grimoire.namespace]
+    own = await grimoire.entries()
     mutations = read_only_rows(data_dir / "consolidation" / "loop3.db", "Loop 3 mutations",
                                "SELECT status, body FROM mutations ORDER BY created_tick") or []
     return evidence_from(cause, own, mutations, journal_latest(data_dir), limit=limit)
