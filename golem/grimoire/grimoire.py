@@ -10,7 +10,7 @@
         hit.score.final, hit.provenance, hit.uri
     await grimoire.close()
 
-Stores are synchronous adapters (LanceDB, SQLite); the
+Stores are synchronous adapters (LanceDB, SQLite), private to this package; the
 facade runs them in one worker thread at a time, and the embedder in its own, so
 the event loop never blocks. Every write and read carries a namespace: writes go
 to the golem's own, reads to its own plus explicit grants from config. The
@@ -74,7 +74,7 @@ class Grimoire(KnowledgeMaintenance):
 
     ``memory_path`` (MEMORY.md, which the dream cycle rewrites through memory_file) and
     ``playbook_path`` (PLAYBOOK.md as last written) are the files' paths, for readers
-    that want them as they are on disk.
+    that want them as they are on disk; the stores themselves are private.
     """
 
     def __init__(self, *, cfg: GrimoireSection, data_dir: Path, embedder: Embedder,
@@ -85,7 +85,6 @@ class Grimoire(KnowledgeMaintenance):
         self.embedder = embedder
         self._episodes = episodes
         self._semantic = semantic
-        self.episodes, self.semantic = episodes, semantic  # callers move to the methods
         self.namespace = cfg.namespace
         self._now = now
         self._events = events
@@ -93,7 +92,6 @@ class Grimoire(KnowledgeMaintenance):
         # Working and procedural memory live as files beside the stores.
         self._scratch = ScratchLog(data_dir / MEMORY_DIR, cfg.max_text_chars)
         self._playbook = Playbook(data_dir)
-        self.scratch, self.playbook = self._scratch, self._playbook
         self.memory_path = data_dir / MEMORY_FILE
         self.playbook_path = self._playbook.path
 
@@ -489,11 +487,6 @@ class Grimoire(KnowledgeMaintenance):
         return render_recall(result, self._now(), budget_tokens)
 
     # --- helpers ---------------------------------------------------------------------
-
-    async def in_store(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` on the stores' thread, serialised with every other store call
-        (the stores' SQLite connection and LanceDB writer are not shared across threads)."""
-        return await self._store(fn, *args)
 
     def _emit(self, event: Event) -> None:
         if self._events is not None:

@@ -101,7 +101,7 @@ class GrimoireMaintenance:
         counters["optimized"] = int(optimize)
         if ctx.tick % self.sqlite_every == 0 or over:
             report = await anyio.to_thread.run_sync(
-                lambda: upkeep(self.grimoire.semantic.path,
+                lambda: upkeep(self.grimoire._semantic.path,
                                full_vacuum_max_bytes=self.full_vacuum_max_bytes))
             log.info("semantic store upkeep", **vars(report))
             counters["sqlite_pages_freed"] = report.pages_freed

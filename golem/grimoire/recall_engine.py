@@ -56,7 +56,7 @@ def run_recall(g: Grimoire, req: rc.RecallRequest) -> rc.RecallResult:
     dense_eps = None
     text_eps = req.episode_text
     if "episode" in f.kinds:
-        dense_eps = _POOL.submit(g.episodes.search_vector_hits, vector, n, ns, since=f.since,
+        dense_eps = _POOL.submit(g._episodes.search_vector_hits, vector, n, ns, since=f.since,
                                  until=f.until, protocol=f.protocol, category=f.category)
         if text_eps is None:
             text_eps = start_episode_text(g, query, n, ns, f)
@@ -65,14 +65,14 @@ def run_recall(g: Grimoire, req: rc.RecallRequest) -> rc.RecallResult:
     wants = [(ANTI_K, ANTI_FILTERS)]
     if "entry" in f.kinds:
         wants.append((n, (f.statuses, f.entry_types, f.memory_types, f.min_importance)))
-    (anti_dense, anti_lexical), *entry_lists = g.semantic.search_lists(vector, query, ns, wants)
+    (anti_dense, anti_lexical), *entry_lists = g._semantic.search_lists(vector, query, ns, wants)
     for dense_entries, lexical_entries in entry_lists:
         lists.take("entry", dense_entries, dense=True)
         lists.take("entry", lexical_entries, dense=False)
     anti_pool = _anti_candidates(anti_dense, anti_lexical, cfg.anti_knowledge_relevance)
     # Read the entries now, while the episode searches run: after fusion this thread would
     # read them on the critical path (~1.5 ms at k = 30, where fusion keeps nearly all).
-    entries = {e.id: e for e in g.semantic.get(
+    entries = {e.id: e for e in g._semantic.get(
         list(dict.fromkeys([*(c.id for c in lists.pool.values()), *anti_pool])))}
     episode_rows: dict[str, Found] = {}
     if dense_eps is not None and text_eps is not None:
@@ -132,7 +132,7 @@ class _Lists:
 def start_episode_text(g: Grimoire, query: str, n: int, ns: Sequence[str],
                        f: rc.RecallFilters) -> Future[list[Found]]:
     """Start the episode full-text search in a worker thread (it needs no query vector)."""
-    return _POOL.submit(g.episodes.search_text_hits, query, n, list(ns),
+    return _POOL.submit(g._episodes.search_text_hits, query, n, list(ns),
                         since=f.since, until=f.until, protocol=f.protocol, category=f.category)
 
 
@@ -195,4 +195,4 @@ def _record_access(g: Grimoire, hits: Sequence[rc.Hit], now: float, refused: boo
     """Entries shown to the caller were accessed (refused answers show only warnings)."""
     ids = [h.id for h in hits if h.kind == "entry" and (not refused or h.is_anti_knowledge)]
     if ids:
-        g.semantic.record_access(list(dict.fromkeys(ids)), now)
+        g._semantic.record_access(list(dict.fromkeys(ids)), now)
