@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 import structlog
 
-from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
+from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR, JournalReader
 from golem.config import Config
 from golem.errors import GolemError
 from golem.events import EventBus
@@ -40,7 +40,7 @@ from .loop3 import Loop3Settings
 from .memory_cycle import WorkingMemoryCycle
 from .model_assist import AssistSettings, ModelAssist
 from .model_seams import ModelEvaluator, memory_writer
-from .mutations import JournalReader, MutationLab
+from .mutations import STATE_DIR, MutationLab
 from .recall_feedback import RecallFeedback
 from .replay import ReplayParams
 from .retention import DAY_S, RetentionParams
@@ -192,7 +192,7 @@ async def open_delta(config: Config, grimoire: Grimoire,
     its cheap tier; None: they run without one, and nothing pretends otherwise."""
     cons = config.consolidation
     model = model if cons.model_assist else None
-    state_dir = config.data_dir / "consolidation"
+    state_dir = config.data_dir / STATE_DIR
     journal_path = config.data_dir / JOURNAL_DIR / JOURNAL_DB
     cursors = await anyio.to_thread.run_sync(Cursors, state_dir)
     stack.callback(cursors.close)

@@ -26,11 +26,10 @@ from dataclasses import asdict, dataclass
 import anyio.to_thread
 import structlog
 
+from golem.cognition.journal import JournalReader
 from golem.consolidation import retention as rt
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import Episode, Status
-
-from .mutations import JournalReader
 
 log = structlog.get_logger("golem.consolidation.retention")
 
@@ -133,14 +132,12 @@ class EpisodeRetention:
         horizon = now - self.params.salient_horizon_s
         if self._journal is not None:
             while True:
-                rows = self._journal.rows(
-                    "SELECT tick, golem_time, record FROM decisions WHERE tick > ? AND "
-                    "golem_time >= ? ORDER BY tick LIMIT ?",
-                    (self._journal_tick, horizon, JOURNAL_PAGE))
+                rows = self._journal.decisions_after(self._journal_tick, not_before=horizon,
+                                                     limit=JOURNAL_PAGE)
                 for tick, at, record in rows:
-                    self._journal_tick = int(tick)
+                    self._journal_tick = tick
                     for episode in self._cited_in(record):
-                        self._cited[episode] = max(float(at), self._cited.get(episode, at))
+                        self._cited[episode] = max(at, self._cited.get(episode, at))
                 if len(rows) < JOURNAL_PAGE:
                     break
         self._cited = {i: at for i, at in self._cited.items() if at >= horizon}

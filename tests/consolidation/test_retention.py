@@ -12,10 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem.cognition.journal import DecisionJournal
+from golem.cognition.journal import DecisionJournal, JournalReader
 from golem.consolidation import retention as rt
 from golem.consolidation.facts import outcome_payload, revert_payload
-from golem.consolidation.mutations import JournalReader
 from golem.consolidation.retention_cycle import EpisodeRetention, episode_ids
 from golem.events import EventBus, GrimoireForget
 from golem.grimoire.embedder import Embedder
