@@ -172,7 +172,7 @@ class Pipeline:
             with t.stage("embed"):  # what Grimoire.add_episodes does, in its two halves
                 vectors = await self.grimoire.embedder.aembed([e.text for e in episodes])
             with t.stage("lancedb_write"):
-                await anyio.to_thread.run_sync(self.grimoire.episodes.upsert, episodes, vectors)
+                await self.grimoire.add_episodes(episodes, vectors=vectors)
         with t.stage("cursor_commit"):
             await anyio.to_thread.run_sync(self.store.commit, self.chain_id, round_.window,
                                            round_.first_block, now)

@@ -126,7 +126,7 @@ async def bench(n: int, tmp: Path) -> dict[str, Any]:
         stats = await grimoire.stats()
         # The same CPU, right after: how long embedding the new facts' texts alone takes
         # (the part of the first run that grows with the number of facts, not episodes).
-        texts = [e.text for e in grimoire.semantic.iter_all()]
+        texts = [e.text for e in await grimoire.entries()]
         t0 = time.perf_counter()
         await grimoire.embedder.aembed(texts)
         embed_s = time.perf_counter() - t0

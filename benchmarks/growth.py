@@ -213,7 +213,7 @@ class Sim:
         eps = self.feed.episodes(begin, clock.t - 1.0, n, regime)
         for s in range(0, len(eps), 64):  # Gamma-sized writes
             chunk = eps[s:s + 64]
-            await g.in_store(g.episodes.upsert, chunk, self.feed.vectors(len(chunk)))
+            await g.add_episodes(chunk, vectors=self.feed.vectors(len(chunk)))
         t1 = time.perf_counter()
         await self.engine.run(self.tick, clock.t)
         t2 = time.perf_counter()

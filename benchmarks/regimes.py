@@ -34,9 +34,9 @@ async def feed_regimes(config_path: Path) -> list[tuple[int, str]]:
     config = load_config(config_path)
     g = await Grimoire.open(config, now=lambda: 0.0)
     try:
-        rows = [(e.block_number, e.log_index, str(e.payload.get("perceived_regime")))
-                for batch in g.episodes.iter_all() for e in batch
-                if e.payload.get("event") == "AnswerUpdated"]
+        rows = await g.scan_episodes(lambda batches: [
+            (e.block_number, e.log_index, str(e.payload.get("perceived_regime")))
+            for batch in batches for e in batch if e.payload.get("event") == "AnswerUpdated"])
     finally:
         await g.close()
     return [(block, regime) for block, _, regime in sorted(rows)]

@@ -135,7 +135,8 @@ def stored_episode_ids(config: Config) -> list[str]:
     async def read() -> list[str]:
         g = await Grimoire.open(config, now=lambda: 0.0)
         try:
-            return [e.id for batch in g.episodes.iter_all() for e in batch]
+            return await g.scan_episodes(
+                lambda batches: [e.id for batch in batches for e in batch])
         finally:
             await g.close()
 

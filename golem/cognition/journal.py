@@ -172,6 +172,64 @@ class DecisionJournal:
             raise StateError(f"{self.path}: read failed: {exc}") from None
 
 
+class JournalReader:
+    """Read-only views of the journal for other rooms (Delta's consolidation, Loop 3,
+    episode retention): each read opens the file read-only for its one query, so a running
+    golem is not disturbed. A journal not yet created reads as empty; StateError when the
+    file cannot be read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def scored_outcomes(self, recent: int) -> list[Outcome]:
+        """The newest ``recent`` scored outcomes, oldest first."""
+        rows = self._rows("SELECT tick, regime, policy_revision, injected, referenced, missing,"
+                          " cost_usd, quality FROM outcomes WHERE quality IS NOT NULL "
+                          "ORDER BY tick DESC LIMIT ?", (recent,))
+        return [Outcome(r[0], r[1], r[2], frozenset(json.loads(r[3])),
+                        frozenset(json.loads(r[4])), frozenset(json.loads(r[5])), r[6],
+                        float(r[7])) for r in reversed(rows)]
+
+    def decision(self, tick: int) -> dict[str, Any] | None:
+        """The record of the decision at ``tick``; None when there is none."""
+        rows = self._rows("SELECT record FROM decisions WHERE tick = ?", (tick,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def qualities(self, *, before_revision: int | None = None,
+                  from_revision: int | None = None, limit: int = 1_000_000) -> list[float]:
+        """Scored qualities under policy revisions < ``before_revision`` (the newest
+        ``limit``, newest first) or, without it, >= ``from_revision`` (the oldest
+        ``limit``, oldest first)."""
+        if before_revision is not None:
+            rows = self._rows("SELECT quality FROM outcomes WHERE quality IS NOT NULL AND "
+                              "policy_revision < ? ORDER BY tick DESC LIMIT ?",
+                              (before_revision, limit))
+        else:
+            rows = self._rows("SELECT quality FROM outcomes WHERE quality IS NOT NULL AND "
+                              "policy_revision >= ? ORDER BY tick LIMIT ?",
+                              (from_revision or 0, limit))
+        return [float(r[0]) for r in rows]
+
+    def decisions_after(self, tick: int, *, not_before: float,
+                        limit: int) -> list[tuple[int, float, str]]:
+        """(tick, golem time, record JSON as stored) of the decisions after ``tick`` made
+        at golem time ``not_before`` or later, in tick order, at most ``limit``."""
+        rows = self._rows("SELECT tick, golem_time, record FROM decisions WHERE tick > ? AND "
+                          "golem_time >= ? ORDER BY tick LIMIT ?", (tick, not_before, limit))
+        return [(int(t), float(at), record) for t, at, record in rows]
+
+    def scored_decisions(self, tick: int, *, limit: int) -> list[tuple[int, float, str]]:
+        """(tick, outcome quality, record JSON as stored) of the scored decisions after
+        ``tick``, in tick order, at most ``limit``."""
+        rows = self._rows("SELECT o.tick, o.quality, d.record FROM outcomes o JOIN decisions d "
+                          "ON d.tick = o.tick WHERE o.quality IS NOT NULL AND o.tick > ? "
+                          "ORDER BY o.tick LIMIT ?", (tick, limit))
+        return [(int(t), float(q), record) for t, q, record in rows]
+
+    def _rows(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return read_only_rows(self.path, "the decision journal", sql, args) or []
+
+
 def latest(data_dir: Path) -> dict[str, Any] | None:
     """For `golem status`: the newest decision and prediction totals, read-only."""
     path = data_dir / JOURNAL_DIR / JOURNAL_DB

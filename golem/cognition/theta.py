@@ -54,7 +54,6 @@ from golem.governor.feedback import FeedbackSample, run_loop2
 from golem.governor.governor import Assembly, ContextGovernor, LiveItem
 from golem.governor.policy_store import PolicyConflict, PolicyStore
 from golem.governor.workspace import CognitiveWorkspace
-from golem.grimoire.memory_file import read_text
 from golem.perception.market import PricePoint, move_label, move_phrase
 from golem.runtime.handlers import TickContext, TickCounters
 
@@ -371,18 +370,21 @@ class ThetaCycle:
     def _memory_files(self) -> list[LiveItem]:
         """Working memory (MEMORY.md, rewritten only by the dream cycle: stable, so it rides
         the cached prefix), PLAYBOOK.md (stable, one writer), and the scratch notes taken
-        since the last rewrite (they change as the model notes things: soft context)."""
+        since the last rewrite (they change as the model notes things: soft context). Runs in
+        a worker thread: the Grimoire's reads are run on the event loop from here."""
+        import anyio.from_thread  # noqa: PLC0415 - only this method calls back into the loop
+
         grimoire = self.grimoire_governor.grimoire
         items = []
-        memory = read_text(grimoire.memory_path, errors="replace")
+        memory = anyio.from_thread.run(grimoire.memory_text)
         if memory and memory.strip():
             items.append(LiveItem("working_memory", Category.STRATEGY,
                                   "Working memory (MEMORY.md):\n" + memory.strip()[:8000]))
-        playbook = grimoire.playbook.read()
+        playbook = anyio.from_thread.run(grimoire.playbook_text)
         if playbook.strip():
             items.append(LiveItem("playbook", Category.PLAYBOOK,
                                   "PLAYBOOK.md:\n" + playbook.strip()[:8000], importance=0.9))
-        notes = grimoire.scratch.read()[-10:]
+        notes = anyio.from_thread.run(grimoire.scratch_notes)[-10:]
         if notes:
             items.append(LiveItem("scratch", Category.TOOL_STATE, "Scratch notes (newest last):\n"
                                   + "\n".join(n.prompt_line() for n in notes),

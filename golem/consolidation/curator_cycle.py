@@ -4,26 +4,26 @@
     if curator.due(ctx.tick):
         report = await curator.run(ctx.tick, ctx.clock.now())
 
-One snapshot of the golem's entries is read in the Grimoire's store thread, the
-plan is made by the pure modules (curator, curator_compress, curator_playbook)
-in a worker thread, and the changes are applied in the store thread again, in
-chunks so recalls interleave: evidence folded into keepers and cross-references
-(put over a fresh read), statuses set with their reasons (status_log),
-forgetting through SemanticStore.forget (forget_log). A verdict on an entry that
-changed since the snapshot (a recall reinforced it meanwhile) is left for the
-next cycle rather than applied to stale evidence. Validated heuristics go into
-PLAYBOOK.md through Playbook.rewrite (one writer, a numbered snapshot each time).
+One snapshot of the golem's entries is read in one store call
+(Grimoire.curation_snapshot), the plan is made by the pure modules (curator,
+curator_compress, curator_playbook) in a worker thread, and the changes are applied
+through the Grimoire in chunks so recalls interleave: evidence folded into keepers and
+cross-references (Grimoire.revise_entries, over a fresh read), statuses set with their
+reasons (status_log), forgetting logged in the forget_log
+(Grimoire.set_statuses_if_unchanged). A verdict on an entry that changed since the
+snapshot (a recall reinforced it meanwhile) is left for the next cycle rather than
+applied to stale evidence. Validated heuristics go into PLAYBOOK.md through
+Grimoire.rewrite_playbook (one writer, a numbered snapshot each time).
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -44,11 +44,9 @@ from golem.events import CuratorCycleComplete, EventBus, GrimoireForget
 from golem.grimoire.decay import half_lives_from_config
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.memory_file import WriterBusy
-from golem.grimoire.playbook import Playbook
 from golem.grimoire.records import DecayClass, SemanticEntry, Status
 
 log = structlog.get_logger("golem.consolidation.curator")
-T = TypeVar("T")
 QUARANTINE_LOG_LIMIT = 100_000
 APPLY_CHUNK = 250  # entries per store call while applying (recalls interleave)
 
@@ -140,16 +138,14 @@ def plan_cycle(snap: Snapshot, playbook_text: str, *, now: float, namespace: str
 class CuratorCycle:
     """Runs the curator over the Grimoire of one golem (its own namespace only)."""
 
-    def __init__(self, grimoire: Grimoire, playbook: Playbook | Path | None = None,
-                 events: EventBus | None = None, *, every: int = 50,
+    def __init__(self, grimoire: Grimoire, events: EventBus | None = None, *,
+                 every: int = 50,
                  params: CuratorParams | None = None,
                  half_lives: Mapping[DecayClass, float] | None = None,
                  scope: Scope | None = None) -> None:
         if every < 1:
             raise ValueError(f"curator every: must be >= 1 tick, got {every}")
         self.grimoire = grimoire
-        self.playbook = (playbook if isinstance(playbook, Playbook)
-                         else Playbook(playbook) if playbook is not None else grimoire.playbook)
         self.events = events
         self.every = every
         self.params = params or CuratorParams(
@@ -193,10 +189,14 @@ class CuratorCycle:
     # --- the steps of run, public so a test can interleave a concurrent write ---------
 
     async def read(self) -> Snapshot:
-        return await self._in_store(self._read)
+        snap = await self.grimoire.curation_snapshot(QUARANTINE_LOG_LIMIT)
+        quarantine: dict[str, Quarantine] = {}
+        for q in snap.quarantine:
+            quarantine.setdefault(q.entry_id, Quarantine(q.against, q.at))  # newest first
+        return Snapshot(snap.entries, dict(snap.vectors), quarantine)
 
     async def plan(self, snap: Snapshot, now: float) -> CyclePlan:
-        text = await anyio.to_thread.run_sync(self.playbook.read)
+        text = await self.grimoire.playbook_text()
         return await anyio.to_thread.run_sync(partial(
             plan_cycle, snap, text, now=now, namespace=self.namespace, params=self.params,
             half_lives=self.half_lives, scope=self.scope))
@@ -211,51 +211,23 @@ class CuratorCycle:
             if p.entry_id in before:
                 expected[p.entry_id] = compress.apply_patch(before[p.entry_id], p)
         for lo in range(0, len(plan.patches), APPLY_CHUNK):
-            await self._in_store(self._patch, plan.patches[lo:lo + APPLY_CHUNK])
+            await self._patch(plan.patches[lo:lo + APPLY_CHUNK])
         changes = [Change(m.absorbed_id, Status.ARCHIVED, f"curator cycle {tick}: {m.reason}",
                           None) for m in plan.merges]
         changes += [Change(d.entry_id, d.target or Status.ACTIVE, f"curator: {d.reason}", d)
                     for d in plan.decisions]
         done: list[Change] = []
         for lo in range(0, len(changes), APPLY_CHUNK):
-            done += await self._in_store(self._set_statuses, changes[lo:lo + APPLY_CHUNK],
-                                         expected, now)
+            done += await self.grimoire.set_statuses_if_unchanged(
+                changes[lo:lo + APPLY_CHUNK], expected, now=now)  # PRUNED: forgotten
         decisions = [c.decision for c in done if c.decision is not None]
         return Applied(decisions, len(done) - len(decisions), len(changes) - len(done))
 
-    # --- store-thread work -------------------------------------------------------
-
-    def _read(self) -> Snapshot:
-        store = self.grimoire.semantic
-        entries = [e for e in store.iter_all() if e.namespace == self.namespace]
-        vectors = store.vectors([e.id for e in entries if e.status == Status.ACTIVE])
-        quarantine: dict[str, Quarantine] = {}
-        for q in store.quarantine_log(QUARANTINE_LOG_LIMIT, self.namespace):
-            quarantine.setdefault(q.entry_id, Quarantine(q.against, q.at))  # newest first
-        return Snapshot(entries, dict(vectors), quarantine)
-
-    def _patch(self, patches: Sequence[compress.EntryPatch]) -> None:
+    async def _patch(self, patches: Sequence[compress.EntryPatch]) -> None:
         """Fold each patch into a fresh read (never over a concurrent reinforcement)."""
-        store = self.grimoire.semantic
-        fresh = {e.id: e for e in store.get([p.entry_id for p in patches])}
-        changed = [new for p in patches if (old := fresh.get(p.entry_id)) is not None
-                   and old.status != Status.PRUNED
-                   and (new := compress.apply_patch(old, p)) != old]
-        if changed:
-            vectors = store.vectors([e.id for e in changed])
-            store.put(changed, [vectors[e.id] for e in changed])
-
-    def _set_statuses(self, changes: Sequence[Change], expected: Mapping[str, SemanticEntry],
-                      now: float) -> list[Change]:
-        store = self.grimoire.semantic
-        fresh = {e.id: e for e in store.get([c.entry_id for c in changes])}
-        ready = [c for c in changes if fresh.get(c.entry_id) == expected.get(c.entry_id)]
-        groups: dict[tuple[Status, str], list[str]] = defaultdict(list)
-        for c in ready:
-            groups[(c.status, c.reason)].append(c.entry_id)
-        for (status, reason), ids in groups.items():
-            store.set_status(ids, status, reason, now)  # PRUNED goes through forget
-        return ready
+        by_id = {p.entry_id: p for p in patches}
+        await self.grimoire.revise_entries(
+            list(by_id), lambda old: compress.apply_patch(old, by_id[old.id]))
 
     async def _propose(self, proposals: Sequence[pb.Proposal], tick: int,
                        now: float) -> int | None:
@@ -263,23 +235,16 @@ class CuratorCycle:
         another writer held the playbook (they are proposed again next cycle)."""
         if not proposals:
             return None
-
-        def write() -> int | None:
-            text = self.playbook.read()
-            new = pb.with_proposals(text, proposals)
-            if new == text:
-                return None
-            return self.playbook.rewrite(
-                new, f"curator cycle {tick}: {len(proposals)} heuristics proposed", now)
-
+        text = await self.grimoire.playbook_text()
+        new = pb.with_proposals(text, proposals)
+        if new == text:
+            return None
         try:
-            return await anyio.to_thread.run_sync(write)
+            return await self.grimoire.rewrite_playbook(
+                new, f"curator cycle {tick}: {len(proposals)} heuristics proposed", now=now)
         except WriterBusy as exc:
             log.warning("playbook busy; heuristics wait for the next cycle", error=str(exc))
             return None
-
-    async def _in_store(self, fn: Callable[..., T], *args: Any) -> T:
-        return await self.grimoire.in_store(fn, *args)
 
     def _emit_forgets(self, applied: Sequence[Decision]) -> None:
         by_rule: dict[str, list[str]] = defaultdict(list)

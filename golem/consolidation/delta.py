@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 import structlog
 
-from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
+from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR, JournalReader
 from golem.config import Config
 from golem.errors import GolemError
 from golem.events import EventBus
@@ -40,7 +40,7 @@ from .loop3 import Loop3Settings
 from .memory_cycle import WorkingMemoryCycle
 from .model_assist import AssistSettings, ModelAssist
 from .model_seams import ModelEvaluator, memory_writer
-from .mutations import JournalReader, MutationLab
+from .mutations import STATE_DIR, MutationLab
 from .recall_feedback import RecallFeedback
 from .replay import ReplayParams
 from .retention import DAY_S, RetentionParams
@@ -159,23 +159,22 @@ class DeltaCycle:
 
     async def _rewrite(self, now: float) -> Mapping[str, Any]:
         assert self.memory is not None
-        insights = await self.memory.grimoire.in_store(self._insights, now)
+        insights = await self._insights(now)
         report = await self.memory.run(now, insights=insights)
         return {"accepted": int(report.accepted), "consumed": report.notes_consumed}
 
-    def _insights(self, now: float) -> list[tuple[str, str, float]]:
+    async def _insights(self, now: float) -> list[tuple[str, str, float]]:
         """What the dream brought to mind: the newest dream hypotheses and the most confident
         knowledge consolidated since the last day, for Emerging Skills / Curiosity Gaps."""
         grimoire = self.memory.grimoire if self.memory is not None else None
         if grimoire is None:
             return []
-        recent = [e for e in grimoire.semantic.iter_all()
-                  if e.namespace == grimoire.namespace
-                  and e.status in (Status.ACTIVE, Status.STAGED)
-                  and e.entry_type is not EntryType.ANTI_KNOWLEDGE
-                  and e.fact_kind is not FactKind.BASELINE  # statistics, not skills
-                  and e.provenance.process in ("dream", "consolidation")
-                  and (e.last_reinforced or e.created_at) >= now - 86_400.0]
+        recent = await grimoire.entries(
+            statuses=(Status.ACTIVE, Status.STAGED),
+            where=lambda e: (e.entry_type is not EntryType.ANTI_KNOWLEDGE
+                             and e.fact_kind is not FactKind.BASELINE  # statistics, not skills
+                             and e.provenance.process in ("dream", "consolidation")
+                             and (e.last_reinforced or e.created_at) >= now - 86_400.0))
         recent.sort(key=lambda e: (-e.confidence, e.id))
         return [(e.id, e.text, e.confidence) for e in recent[:MAX_INSIGHTS]]
 
@@ -202,7 +201,7 @@ async def open_delta(config: Config, grimoire: Grimoire,
     its cheap tier; None: they run without one, and nothing pretends otherwise."""
     cons = config.consolidation
     model = model if cons.model_assist else None
-    state_dir = config.data_dir / "consolidation"
+    state_dir = config.data_dir / STATE_DIR
     journal_path = config.data_dir / JOURNAL_DIR / JOURNAL_DB
     cursors = await anyio.to_thread.run_sync(Cursors, state_dir)
     stack.callback(cursors.close)

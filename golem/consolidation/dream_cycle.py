@@ -97,7 +97,8 @@ class DreamCycle:
 
     async def nrem(self, tick: int, now: float) -> tuple[int, int, int, int, int]:
         """(replayed, compared with a baseline, residuals, staged, reinforced)."""
-        baselines = await self.grimoire.in_store(self._baselines)
+        facts = await self.grimoire.entries(statuses=(Status.ACTIVE,), where=_is_baseline)
+        baselines = [b for e in facts if (b := d.baseline_of(e.id, e.fact)) is not None]
         if not baselines:
             return 0, 0, 0, 0, 0
         episodes = await self.grimoire.episodes_window(now - self.s.lookback_s, now,
@@ -123,17 +124,10 @@ class DreamCycle:
             reinforced += outcome == "reinforced"
         return len(replay), compared, len(found), staged, reinforced
 
-    def _baselines(self) -> list[d.Baseline]:
-        ns = self.grimoire.namespace
-        return [b for e in self.grimoire.semantic.iter_all()
-                if e.namespace == ns and e.status is Status.ACTIVE
-                and e.fact_kind is FactKind.BASELINE
-                and (b := d.baseline_of(e.id, e.fact)) is not None]
-
     async def _write(self, h: d.Hypothesis, now: float, times: Sequence[float]) -> str:
         """"staged", "reinforced" or "" (already known, no longer open, or quarantined
         for contradicting a trusted entry)."""
-        found = await self.grimoire.in_store(self.grimoire.semantic.get, [h.id])
+        found = await self.grimoire.entries_by_ids([h.id])
         if found:
             old = found[0]
             new_ids = set(h.episode_ids) - set(old.source_episodes)
@@ -159,6 +153,10 @@ class DreamCycle:
             decay_class=DecayClass.TACTICAL, provenance=Provenance(author=ns, process="dream"))
         [stored] = await self.grimoire.write_entries([entry], checked=True)
         return "staged" if stored.status is Status.STAGED else ""
+
+
+def _is_baseline(e: SemanticEntry) -> bool:
+    return e.fact_kind is FactKind.BASELINE
 
 
 def _str(value: object) -> str | None:

@@ -19,7 +19,8 @@ from typing import Any
 
 from golem.consolidation.baselines import ALL_REGIMES, metrics_of
 
-# Hypotheses are speculation: they enter staged, in this confidence band (issue 6).
+# Hypotheses are speculation: they enter staged, in this low confidence band, and must
+# earn more through evidence.
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.2, 0.3
 
 

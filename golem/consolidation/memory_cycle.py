@@ -106,7 +106,7 @@ class WorkingMemoryCycle:
     async def run(self, now: float, crystals: Sequence[Crystal] = (),
                   insights: Sequence[Insight] = (), mood: str | None = None) -> CycleReport:
         old_text = await anyio.to_thread.run_sync(read_text, self.path)
-        notes = tuple(await anyio.to_thread.run_sync(self.grimoire.scratch.read))
+        notes = tuple(await self.grimoire.scratch_notes())
         inputs = RewriteInputs(old_text, [(n.id, n.text, n.importance, n.at) for n in notes],
                                tuple(crystals), tuple(insights), now, self.name, self.mandate,
                                mood)
@@ -135,7 +135,7 @@ class WorkingMemoryCycle:
                                   problems=problems)
         text = text if text.endswith("\n") else text + "\n"  # as committed
         ids = [n.id for n in notes]
-        consumed = await anyio.to_thread.run_sync(lambda: self.grimoire.scratch.consume(ids))
+        consumed = await self.grimoire.consume_notes(ids)
         report = CycleReport(True, source, version_of(text), consumed, len(notes) - consumed,
                              indexed, draft.migrated, len(text))
         log.info("working memory rewritten", source=source, version=report.version,

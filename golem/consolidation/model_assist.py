@@ -1,4 +1,4 @@
-"""Model-assisted consolidation (issue 6 item 2): a cheap-tier pass after the statistics.
+"""Model-assisted consolidation: a cheap-tier pass after the statistics.
 
     assist = ModelAssist(grimoire, model, settings=AssistSettings())
     engine = ConsolidationEngine(grimoire, state_dir, assist=assist)  # called inside run()
@@ -198,7 +198,7 @@ class ModelAssist:
             return True
         g, ns = self.grimoire, self.grimoire.namespace
         fresh = {insight_id(ns, f.text): f for f in found}
-        known = {e.id for e in await g.in_store(g.semantic.get, list(fresh))}
+        known = {e.id for e in await g.entries_by_ids(list(fresh))}
         fresh, again = await self._resighted(fresh, known, chosen, now)
         entries = [SemanticEntry(
             id=i, namespace=ns, text=f.text, entry_type=f.kind, memory_type=MemoryType.FACT,
@@ -221,7 +221,7 @@ class ModelAssist:
         """An insight the model states again (a near-identical earlier one, staged or
         active) reinforces that entry instead of staging a copy: a later, independent
         sighting is the support the curator's gate waits for."""
-        g, ns = self.grimoire, self.grimoire.namespace
+        g = self.grimoire
         todo = {i: f for i, f in fresh.items() if i not in known}
         if not todo:
             return {}, []
@@ -229,8 +229,7 @@ class ModelAssist:
         keep: dict[str, mo.ProposedInsight] = {}
         again: dict[str, SemanticEntry] = {}
         for (i, f), vec in zip(todo.items(), vectors, strict=True):
-            hits = await g.in_store(lambda v=vec: g.semantic.search_vector(
-                v, 5, [ns], statuses=(Status.STAGED, Status.ACTIVE)))
+            hits = await g.search_entries(vec, 5, statuses=(Status.STAGED, Status.ACTIVE))
             same = next((e for e, sim in hits if sim >= RESIGHT_SIMILARITY
                          and e.provenance.process == PROCESS and e.id not in again
                          and e.created_at < now), None)
@@ -246,7 +245,7 @@ class ModelAssist:
     # --- (b) deduplicate / update / re-rank / prune -----------------------------------------
 
     async def _maintain(self, now: float, report: AssistReport) -> bool:
-        batch = await self.grimoire.in_store(self._batch)
+        batch = await self._batch()
         if len(batch) < 2:
             return False
         prompt = mo.maintenance_prompt(batch, now, max_items=self.s.max_ops,
@@ -273,15 +272,14 @@ class ModelAssist:
                      absorbed=list(op.absorbed), reason=op.reason)
         return True
 
-    def _batch(self) -> list[SemanticEntry]:
+    async def _batch(self) -> list[SemanticEntry]:
         """Recent ACTIVE entries the model may tend: not the engine's keyed statistics (the
         engine owns and re-derives them) and not working-memory crystals (MEMORY.md points
         at them by id). Anchored ones are shown, marked untouchable."""
-        ns = self.grimoire.namespace
-        mine = [e for e in self.grimoire.semantic.iter_all()
-                if e.namespace == ns and e.status is Status.ACTIVE and "key" not in e.fact
-                and not e.id.startswith("scratch-")
-                and e.provenance.process != "working-memory"]
+        mine = await self.grimoire.entries(
+            statuses=(Status.ACTIVE,),
+            where=lambda e: ("key" not in e.fact and not e.id.startswith("scratch-")
+                             and e.provenance.process != "working-memory"))
         mine.sort(key=lambda e: (-(e.last_reinforced or e.created_at), e.id))
         return mine[:self.s.max_entries]
 
@@ -291,7 +289,7 @@ class ModelAssist:
             await g.forget(op.target, f"{PROCESS}: {op.reason}")
             return
         ids = [op.target, *op.absorbed]
-        fresh = {e.id: e for e in await g.in_store(g.semantic.get, ids)}
+        fresh = {e.id: e for e in await g.entries_by_ids(ids)}
         keeper = fresh[op.target]
         if op.op == "merge":
             merges = [compress.Merge(op.target, i, op.reason) for i in op.absorbed]
@@ -304,8 +302,7 @@ class ModelAssist:
             keeper = replace(keeper, importance=op.importance)
         if op.absorbed:  # archived first, so the keeper's new text is not checked against them
             reason = f"{PROCESS}: merged into {op.target}: {op.reason}"
-            await g.in_store(g.semantic.set_status, list(op.absorbed), Status.ARCHIVED,
-                             reason, now)
+            await g.set_status(list(op.absorbed), Status.ARCHIVED, reason, now=now)
         if op.text is not None and op.text != keeper.text:
             # new text, new vector: written as a new claim (quarantined if it contradicts)
             keeper = replace(keeper, text=op.text, last_reinforced=now)

@@ -1,9 +1,10 @@
 """Loop 3's adapter: read the decision journal, re-assemble the worst ticks, keep mutations.
 
-Mutations live in their own SQLite file (state_dir/loop3.db). The journal is opened
-read-only: Theta owns it. A trial is a new ContextPolicy revision saved through the
-PolicyStore, so Theta picks it up on its next tick and its outcomes carry that revision;
-validation compares them with the ticks scored before it.
+Mutations live in their own SQLite file (state_dir/loop3.db): MutationStore writes it,
+other rooms read it only through read_mutation_rows. Theta owns the decision journal; it
+is read through cognition's read-only JournalReader. A trial is a new ContextPolicy
+revision saved through the PolicyStore, so Theta picks it up on its next tick and its
+outcomes carry that revision; validation compares them with the ticks scored before it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from golem.cognition.journal import JournalReader, Outcome
 from golem.errors import StateError
 from golem.events import EventBus, PolicyMutationChanged
 from golem.governor.assembly import AssemblySettings, assemble
@@ -37,49 +39,13 @@ from golem.runtime.state import connect_durable, durable_write, read_only_rows
 from . import loop3 as l3
 
 MUTATIONS_DB = "loop3.db"
+STATE_DIR = "consolidation"  # Delta's state dir under the data dir (delta.open_delta)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS mutations (
     id TEXT PRIMARY KEY, status TEXT NOT NULL, created_tick INTEGER NOT NULL, body TEXT NOT NULL
 );
 """
 Evaluator = Callable[[l3.Counterfactual, Mapping[Category, float]], Awaitable[l3.Evaluation]]
-
-
-class JournalReader:
-    """Read-only views of Theta's decision journal (decisions.db); absent file: empty."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        return read_only_rows(self.path, "the decision journal", sql, args) or []
-
-    def scored(self, recent: int) -> list[l3.TickOutcome]:
-        """The newest ``recent`` scored outcomes, oldest first."""
-        rows = self.rows("SELECT tick, quality, regime, policy_revision, injected, referenced,"
-                          " missing FROM outcomes WHERE quality IS NOT NULL "
-                          "ORDER BY tick DESC LIMIT ?", (recent,))
-        return [l3.TickOutcome(r[0], float(r[1]), r[2], r[3], frozenset(json.loads(r[4])),
-                               frozenset(json.loads(r[5])), frozenset(json.loads(r[6])))
-                for r in reversed(rows)]
-
-    def decision(self, tick: int) -> dict[str, Any] | None:
-        rows = self.rows("SELECT record FROM decisions WHERE tick = ?", (tick,))
-        return json.loads(rows[0][0]) if rows else None
-
-    def qualities(self, *, before_revision: int | None = None,
-                  from_revision: int | None = None, limit: int = 1_000_000) -> list[float]:
-        """Scored qualities under revisions < ``before_revision`` (newest ``limit``) or
-        >= ``from_revision``."""
-        if before_revision is not None:
-            rows = self.rows("SELECT quality FROM outcomes WHERE quality IS NOT NULL AND "
-                              "policy_revision < ? ORDER BY tick DESC LIMIT ?",
-                              (before_revision, limit))
-        else:
-            rows = self.rows("SELECT quality FROM outcomes WHERE quality IS NOT NULL AND "
-                              "policy_revision >= ? ORDER BY tick LIMIT ?",
-                              (from_revision or 0, limit))
-        return [float(r[0]) for r in rows]
 
 
 class MutationStore:
@@ -107,6 +73,22 @@ class MutationStore:
         return [_mutation(json.loads(r[0])) for r in rows]
 
 
+def read_mutation_rows(data_dir: Path) -> list[tuple[str, str]]:
+    """(status, JSON body) of every mutation stored for the golem of ``data_dir``, oldest
+    first, for readers in other rooms (the death reflection): the file is opened read-only
+    for the one query, so a running golem is not disturbed. [] before Loop 3 has stored
+    any; StateError when the file cannot be read."""
+    rows = read_only_rows(data_dir / STATE_DIR / MUTATIONS_DB, "Loop 3 mutations",
+                          "SELECT status, body FROM mutations ORDER BY created_tick")
+    return [(str(status), str(body)) for status, body in rows or []]
+
+
+def _tick_outcome(o: Outcome) -> l3.TickOutcome:
+    """A scored journal outcome as Loop 3 reads it."""
+    return l3.TickOutcome(o.tick, float(o.quality or 0.0), o.regime, o.policy_revision,
+                          o.injected, o.referenced, o.missing)
+
+
 def _mutation(d: dict[str, Any]) -> l3.ContextPolicyMutation:
     return l3.ContextPolicyMutation(**{**d, "status": l3.MutationStatus(d["status"]),
                                        "source_ticks": tuple(d["source_ticks"])})
@@ -132,7 +114,8 @@ class MutationLab:
 
     async def run(self, tick: int, now: float) -> l3.Loop3Report:
         validated, refuted = await self.review(tick, now)
-        outcomes = await anyio.to_thread.run_sync(self.journal.scored, self.s.recent)
+        outcomes = [_tick_outcome(o) for o in await anyio.to_thread.run_sync(
+            self.journal.scored_outcomes, self.s.recent)]
         mutations = await anyio.to_thread.run_sync(self.store.all, None)
         used = {t for m in mutations for t in m.source_ticks}
         worst = l3.worst_ticks([o for o in outcomes if o.tick not in used], self.s.worst,

@@ -18,10 +18,9 @@ from typing import Any
 import anyio.to_thread
 import structlog
 
+from golem.cognition.journal import JournalReader
 from golem.grimoire.errors import GrimoireError
 from golem.grimoire.grimoire import Grimoire
-
-from .mutations import JournalReader
 
 log = structlog.get_logger("golem.consolidation.recall_feedback")
 
@@ -86,8 +85,5 @@ class RecallFeedback:
         return FeedbackReport(len(rows), useful, not_useful, missing, last)
 
     def _scored(self, after_tick: int) -> list[tuple[int, float, dict[str, Any]]]:
-        rows = self.journal.rows(
-            "SELECT o.tick, o.quality, d.record FROM outcomes o JOIN decisions d "
-            "ON d.tick = o.tick WHERE o.quality IS NOT NULL AND o.tick > ? "
-            "ORDER BY o.tick LIMIT ?", (after_tick, self.batch))
-        return [(int(t), float(q), json.loads(r)) for t, q, r in rows]
+        rows = self.journal.scored_decisions(after_tick, limit=self.batch)
+        return [(t, q, json.loads(r)) for t, q, r in rows]

@@ -7,9 +7,9 @@
         report = await retention.run(ctx.tick, now)  # report.counters() for the tick log
 
 Run it after consolidation (the cursor has moved, replay counts are in). The episode
-snapshot is read in the Grimoire's store thread: only episodes past the shortest
-horizon, unless the store is over its cap (then all of them, up to ``scan_limit``).
-Live facts' ``source_episodes`` come from the semantic store; decisions' episode
+snapshot is read in one store call (Grimoire.retention_snapshot): only episodes past
+the shortest horizon, unless the store is over its cap (then all of them, up to
+``scan_limit``), with live facts' ``source_episodes``; decisions' episode
 citations from Theta's journal, read incrementally (a cursor in memory; a restart
 re-reads the salient horizon once). The plan (retention.py) is made in a worker
 thread and applied through Grimoire.forget_episodes in batches of ``batch`` ids, one
@@ -20,24 +20,26 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import anyio.to_thread
 import structlog
 
+from golem.cognition.journal import JournalReader
 from golem.consolidation import retention as rt
 from golem.grimoire.grimoire import Grimoire
-from golem.grimoire.records import Status
-
-from .mutations import JournalReader
+from golem.grimoire.records import Episode, Status
 
 log = structlog.get_logger("golem.consolidation.retention")
 
-BEFORE_ALL = -1e18
 SCHEME = "grimoire://"
 LIVE = (Status.ACTIVE, Status.STAGED)  # facts whose evidence is kept
 JOURNAL_PAGE = 1000
+
+
+def _facts(episodes: Sequence[Episode]) -> list[rt.EpisodeFacts]:
+    return [rt.EpisodeFacts.of(e) for e in episodes]
 
 
 def episode_ids(uris: Iterable[object], namespace: str) -> list[str]:
@@ -97,8 +99,13 @@ class EpisodeRetention:
         started = self._timer()
         cursor = await anyio.to_thread.run_sync(self._cursor)
         cited = await anyio.to_thread.run_sync(self._read_citations, now)
-        total, seen, sources = await self.grimoire.in_store(self._snapshot, now)
-        keep = rt.Keep(cursor=cursor, cited=cited, fact_sources=sources)
+        snap = await self.grimoire.retention_snapshot(
+            until=lambda total: self._until(total, now), limit=self.scan_limit,
+            fact_statuses=LIVE)
+        total, keep = snap.total, rt.Keep(cursor=cursor, cited=cited,
+                                          fact_sources=snap.fact_sources)
+        seen = await anyio.to_thread.run_sync(_facts, snap.episodes)
+        del snap  # the whole episodes: the plan reads only their facts
         plan = await anyio.to_thread.run_sync(
             lambda: rt.plan(seen, now, self.params, keep, total=total))
         forgotten = 0
@@ -115,32 +122,22 @@ class EpisodeRetention:
         log.info("episode retention", **asdict(report))
         return report
 
-    def _snapshot(self, now: float) -> tuple[int, list[rt.EpisodeFacts], frozenset[str]]:
-        """(episodes in the store, those the plan needs, live facts' source episodes);
-        runs in the store thread."""
-        g, ns = self.grimoire, self.grimoire.namespace
-        total = g.episodes.count([ns])
-        until = now if total > self.params.max_episodes else now - self.params.min_horizon_s
-        seen = [rt.EpisodeFacts.of(e)
-                for e in g.episodes.since([ns], BEFORE_ALL, until, self.scan_limit)]
-        sources = frozenset(s for e in g.semantic.iter_all()
-                            if e.namespace == ns and e.status in LIVE
-                            for s in e.source_episodes)
-        return total, seen, sources
+    def _until(self, total: int, now: float) -> float:
+        """The newest observed_at the plan reads: past the shortest horizon only, unless
+        the store is over its cap (then every episode)."""
+        return now if total > self.params.max_episodes else now - self.params.min_horizon_s
 
     def _read_citations(self, now: float) -> frozenset[str]:
         """Episodes cited by decisions within the salient horizon (new decisions only)."""
         horizon = now - self.params.salient_horizon_s
         if self._journal is not None:
             while True:
-                rows = self._journal.rows(
-                    "SELECT tick, golem_time, record FROM decisions WHERE tick > ? AND "
-                    "golem_time >= ? ORDER BY tick LIMIT ?",
-                    (self._journal_tick, horizon, JOURNAL_PAGE))
+                rows = self._journal.decisions_after(self._journal_tick, not_before=horizon,
+                                                     limit=JOURNAL_PAGE)
                 for tick, at, record in rows:
-                    self._journal_tick = int(tick)
+                    self._journal_tick = tick
                     for episode in self._cited_in(record):
-                        self._cited[episode] = max(float(at), self._cited.get(episode, at))
+                        self._cited[episode] = max(at, self._cited.get(episode, at))
                 if len(rows) < JOURNAL_PAGE:
                     break
         self._cited = {i: at for i, at in self._cited.items() if at >= horizon}

@@ -10,10 +10,12 @@
         hit.score.final, hit.provenance, hit.uri
     await grimoire.close()
 
-Stores are synchronous adapters (LanceDB, SQLite); the facade runs them in
-one worker thread at a time, and the embedder in its own, so the event loop
-never blocks. Every write and read carries a namespace: writes go to the
-golem's own, reads to its own plus explicit grants from config.
+Stores are synchronous adapters (LanceDB, SQLite), private to this package; the
+facade runs them in one worker thread at a time, and the embedder in its own, so
+the event loop never blocks. Every write and read carries a namespace: writes go
+to the golem's own, reads to its own plus explicit grants from config. The
+knowledge-maintenance methods Delta and mortality use (scans, snapshots, atomic
+read-modify-writes) are mixed in from knowledge.py.
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ from golem.grimoire.decay import DecayReport, plan_and_apply_decay
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.episodes import EpisodeStore
 from golem.grimoire.errors import InvalidMemory, NamespaceRefused
-from golem.grimoire.memory_file import MEMORY_FILE
+from golem.grimoire.knowledge import KnowledgeMaintenance
+from golem.grimoire.memory_file import MEMORY_FILE, read_text
 from golem.grimoire.playbook import Playbook
+from golem.grimoire.recall_engine import RecallStores, run_recall, start_episode_text
 from golem.grimoire.records import (
     ENTRY_TYPE_FOR_MEMORY,
     CausalEdge,
@@ -66,8 +70,13 @@ EPISODES_DIR = "episodes"
 MEMORY_DIR = "memory"  # scratch.md, the working-memory write-ahead log
 
 
-class Grimoire:
-    """Local memory: episodic (LanceDB), semantic (SQLite), working and procedural files."""
+class Grimoire(KnowledgeMaintenance):
+    """Local memory: episodic (LanceDB), semantic (SQLite), working and procedural files.
+
+    ``memory_path`` (MEMORY.md, which the dream cycle rewrites through memory_file) and
+    ``playbook_path`` (PLAYBOOK.md as last written) are the files' paths, for readers
+    that want them as they are on disk; the stores themselves are private.
+    """
 
     def __init__(self, *, cfg: GrimoireSection, data_dir: Path, embedder: Embedder,
                  episodes: EpisodeStore, semantic: SemanticStore,
@@ -75,16 +84,18 @@ class Grimoire:
         self.cfg = cfg
         self.data_dir = data_dir
         self.embedder = embedder
-        self.episodes = episodes
-        self.semantic = semantic
+        self._episodes = episodes
+        self._semantic = semantic
+        self._recall_stores = RecallStores(cfg, episodes, semantic)
         self.namespace = cfg.namespace
         self._now = now
         self._events = events
         self._stores = anyio.CapacityLimiter(1)
         # Working and procedural memory live as files beside the stores.
-        self.scratch = ScratchLog(data_dir / MEMORY_DIR, cfg.max_text_chars)
-        self.playbook = Playbook(data_dir)
+        self._scratch = ScratchLog(data_dir / MEMORY_DIR, cfg.max_text_chars)
+        self._playbook = Playbook(data_dir)
         self.memory_path = data_dir / MEMORY_FILE
+        self.playbook_path = self._playbook.path
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -117,8 +128,8 @@ class Grimoire:
 
     async def close(self) -> None:
         def close_stores() -> None:
-            self.semantic.close()
-            self.episodes.close()
+            self._semantic.close()
+            self._episodes.close()
 
         await self._store(close_stores)
 
@@ -172,7 +183,7 @@ class Grimoire:
         )
         vector = (await self.embedder.aembed([clean]))[0]
         stored, report = await self._store(
-            self.semantic.put_checked, entry, vector, self.cfg.quarantine_confidence, 0.75)
+            self._semantic.put_checked, entry, vector, self.cfg.quarantine_confidence, 0.75)
         log.info("memory remembered", id=stored.id, namespace=ns, type=memory_type.value,
                  status=stored.status.value, quarantined_against=list(report.against))
         self._emit(GrimoireWrite(
@@ -187,21 +198,26 @@ class Grimoire:
         """working_memory_note: append to the scratch WAL (fsynced before returning) and
         index it at once, so recall finds it before the dream cycle consolidates it."""
         note = await anyio.to_thread.run_sync(
-            self.scratch.append, self._clean_text(text), importance, self._now(), source)
+            self._scratch.append, self._clean_text(text), importance, self._now(), source)
         await self.remember(note.text, type=MemoryType.FACT, importance=note.importance,
                             decay_class=DecayClass.EPHEMERAL, entry_id=f"scratch-{note.id}",
                             provenance=Provenance(author=self.namespace, process=source))
         return note
 
-    async def add_episodes(self, episodes: Sequence[Episode]) -> int:
-        """Embed and store episodes in one batched, idempotent write."""
+    async def add_episodes(self, episodes: Sequence[Episode], *,
+                           vectors: Any | None = None) -> int:
+        """Embed and store episodes in one batched, idempotent write (an id already stored
+        is left as it is); returns how many were offered. ``vectors``: their embeddings,
+        one row per episode, when the caller already has them from this golem's embedder
+        (then nothing is embedded here); InvalidMemory for the wrong shape."""
         if not episodes:
             return 0
         for episode in episodes:
             self._write_namespace(episode.namespace)
             self._clean_text(episode.text)
-        vectors = await self.embedder.aembed([e.text for e in episodes])
-        return await self._store(self.episodes.upsert, list(episodes), vectors)
+        if vectors is None:
+            vectors = await self.embedder.aembed([e.text for e in episodes])
+        return await self._store(self._episodes.upsert, list(episodes), vectors)
 
     async def write_entries(self, entries: Sequence[SemanticEntry], *,
                             checked: bool) -> list[SemanticEntry]:
@@ -215,18 +231,18 @@ class Grimoire:
         for entry in entries:
             self._write_namespace(entry.namespace)
         clean = [replace(e, text=self._clean_text(e.text)) for e in entries]
-        kept = {} if checked else await self._store(self.semantic.vectors,
-                                                    [e.id for e in clean])
+        kept = {} if checked else await self._store(self._semantic.vectors,
+                                                     [e.id for e in clean])
         missing = [e.text for e in clean if e.id not in kept]
         fresh = iter(await self.embedder.aembed(missing) if missing else [])
         vectors = [kept[e.id] if e.id in kept else next(fresh) for e in clean]
 
         def store() -> list[SemanticEntry]:
             if not checked:
-                self.semantic.put(clean, vectors)
+                self._semantic.put(clean, vectors)
                 return clean
-            return self.semantic.put_checked_many(clean, vectors,
-                                                  self.cfg.quarantine_confidence, 0.75)
+            return self._semantic.put_checked_many(clean, vectors,
+                                                   self.cfg.quarantine_confidence, 0.75)
 
         stored = await self._store(store)
         for entry in stored:
@@ -242,9 +258,9 @@ class Grimoire:
         """Set quality_verified on ``verified`` and replay_count += 1 on ``replayed``."""
         def mark() -> None:
             if verified:
-                self.episodes.update(verified, quality_verified=True)
+                self._episodes.update(verified, quality_verified=True)
             if replayed:
-                self.episodes.increment_replay(replayed)
+                self._episodes.increment_replay(replayed)
 
         await self._store(mark)
 
@@ -253,29 +269,29 @@ class Grimoire:
     async def episodes_window(self, observed_after: float, until: float, limit: int,
                               ) -> list[Episode]:
         """This golem's episodes with observed_after < observed_at <= until, oldest first."""
-        return await self._store(self.episodes.since, [self.namespace], observed_after,
+        return await self._store(self._episodes.since, [self.namespace], observed_after,
                                  until, limit)
 
     async def verified_episodes(self, observed_after: float, until: float,
                                 limit: int) -> list[Episode]:
         """Like episodes_window, quality-verified episodes only."""
         def read() -> list[Episode]:
-            return self.episodes.since([self.namespace], observed_after, until, limit,
-                                       verified_only=True)
+            return self._episodes.since([self.namespace], observed_after, until, limit,
+                                        verified_only=True)
 
         return await self._store(read)
 
     async def episodes_by_ids(self, ids: Sequence[str]) -> list[Episode]:
         """This golem's episodes among ``ids``, in one store read (unknown ids skipped)."""
-        found = await self._store(self.episodes.get, list(ids))
+        found = await self._store(self._episodes.get, list(ids))
         return [e for e in found if e.namespace == self.namespace]
 
     async def episode_vectors(self, ids: Sequence[str]) -> dict[str, Any]:
-        return await self._store(self.episodes.vectors, list(ids))
+        return await self._store(self._episodes.vectors, list(ids))
 
     async def entries_by_fact_key(self, keys: Sequence[str]) -> dict[str, SemanticEntry]:
         """This golem's entries by their ``fact["key"]`` identity."""
-        return await self._store(self.semantic.by_fact_keys, self.namespace, list(keys))
+        return await self._store(self._semantic.by_fact_keys, self.namespace, list(keys))
 
     async def recall(
         self,
@@ -287,32 +303,27 @@ class Grimoire:
         pad: Pad | None = None,
     ) -> rc.RecallResult:
         """The one recall path. Returns Recall, or Refusal when memory has nothing close."""
-        from golem.grimoire.recall_engine import (  # noqa: PLC0415 - keeps facade small
-            run_recall,
-            start_episode_text,
-        )
-
         if not 1 <= k <= 1000:
             raise InvalidMemory(f"k: must be between 1 and 1000, got {k}")
         clean = self._clean_text(query)
         namespaces = self._read_namespaces(namespace)
         chosen = filters or rc.RecallFilters()
         # The episode full-text search needs no vector: run it while the query embeds.
-        episode_text = (start_episode_text(self, clean, max(self.cfg.candidates, k),
+        episode_text = (start_episode_text(self._recall_stores, clean, max(self.cfg.candidates, k),
                                            namespaces, chosen)
                         if "episode" in chosen.kinds else None)
         vector = await self.embedder.aembed_query(clean)  # Theta repeats its queries
         request = rc.RecallRequest(query=clean, vector=vector, k=k, namespaces=namespaces,
                                    filters=chosen, pad=pad, now=self._now(),
                                    episode_text=episode_text)
-        return await self._store(run_recall, self, request)
+        return await self._store(run_recall, self._recall_stores, request)
 
     async def get(self, id: str, namespace: str | None = None) -> SemanticEntry | Episode | None:
         namespaces = self._read_namespaces(namespace)
 
         def lookup() -> SemanticEntry | Episode | None:
-            found: list[SemanticEntry | Episode] = [*self.semantic.get([id]),
-                                                    *self.episodes.get([id])]
+            found: list[SemanticEntry | Episode] = [*self._semantic.get([id]),
+                                                    *self._episodes.get([id])]
             return next((f for f in found if f.namespace in namespaces), None)
 
         return await self._store(lookup)
@@ -325,8 +336,8 @@ class Grimoire:
                 "namespace": namespaces[0],
                 "signature": self.embedder.signature.id,
                 "model": self.embedder.signature.model,
-                "episodes": self.episodes.count(list(namespaces)),
-                "entries": self.semantic.stats(namespaces[0]),
+                "episodes": self._episodes.count(list(namespaces)),
+                "entries": self._semantic.stats(namespaces[0]),
             }
 
         return await self._store(collect)
@@ -336,7 +347,7 @@ class Grimoire:
         """Record cause -> effect between two of this golem's entries (the causal graph)."""
         edge = CausalEdge(self._write_namespace(None), cause_id, effect_id,
                           epoch(lag_s), unit(confidence, "confidence"))
-        await self._store(self.semantic.add_edge, edge)
+        await self._store(self._semantic.add_edge, edge)
 
     async def causal_neighbors(self, entry_id: str, *, max_depth: int = 3,
                                direction: str = "out", namespace: str | None = None,
@@ -345,8 +356,41 @@ class Grimoire:
         if direction not in ("out", "in", "both"):
             raise InvalidMemory(f"direction: must be out, in or both, got {direction!r}")
         namespaces = list(self._read_namespaces(namespace))
-        return await self._store(self.semantic.causal_neighbors, entry_id, max_depth,
+        return await self._store(self._semantic.causal_neighbors, entry_id, max_depth,
                                  namespaces, direction)
+
+    # --- working and procedural memory (files beside the stores) ---------------------
+
+    async def memory_text(self) -> str | None:
+        """MEMORY.md as on disk (bytes that are not UTF-8 replaced), None before the
+        first dream-cycle rewrite; StoreCorrupt when the file cannot be read."""
+        return await anyio.to_thread.run_sync(
+            lambda: read_text(self.memory_path, errors="replace"))
+
+    async def scratch_notes(self) -> list[ScratchNote]:
+        """The scratch notes not yet consumed, oldest first; damaged lines are logged
+        and skipped."""
+        return await anyio.to_thread.run_sync(self._scratch.read)
+
+    async def consume_notes(self, ids: Sequence[str]) -> int:
+        """Drop these notes from the scratch log in one atomic rewrite (damaged lines go
+        too; unknown ids are ignored); returns how many notes were removed."""
+        wanted = list(ids)
+        return await anyio.to_thread.run_sync(lambda: self._scratch.consume(wanted))
+
+    async def playbook_text(self) -> str:
+        """PLAYBOOK.md; its latest snapshot if the file is gone; the starter playbook if
+        there was never one. StoreCorrupt when it cannot be read as UTF-8."""
+        return await anyio.to_thread.run_sync(self._playbook.read)
+
+    async def rewrite_playbook(self, text: str, reason: str, *,
+                               now: float | None = None) -> int:
+        """Replace PLAYBOOK.md atomically, the new text kept first as the next numbered
+        snapshot with ``reason`` and golem time ``now`` (default: the clock); returns the
+        snapshot's number. WriterBusy when another writer holds the playbook; InvalidMemory
+        for empty or oversized text, or a reason that is not one printable line."""
+        at = self._time(now)
+        return await anyio.to_thread.run_sync(self._playbook.rewrite, text, reason, at)
 
     # --- maintenance -----------------------------------------------------------------
 
@@ -358,13 +402,13 @@ class Grimoire:
             raise InvalidMemory("reason: forgetting needs a reason (it is logged)")
 
         def drop() -> bool:
-            entries = [e for e in self.semantic.get([id]) if e.namespace == ns]
+            entries = [e for e in self._semantic.get([id]) if e.namespace == ns]
             if entries:
-                self.semantic.forget([id], reason, self._now(), hard=hard)
+                self._semantic.forget([id], reason, self._now(), hard=hard)
                 return True
-            episodes = [e for e in self.episodes.get([id]) if e.namespace == ns]
+            episodes = [e for e in self._episodes.get([id]) if e.namespace == ns]
             if episodes:
-                self.episodes.delete([id])
+                self._episodes.delete([id])
                 log.info("episode forgotten", id=id, namespace=ns, reason=reason)
                 return True
             return False
@@ -385,9 +429,9 @@ class Grimoire:
             return []
 
         def drop() -> list[str]:
-            own = [e.id for e in self.episodes.get(wanted) if e.namespace == self.namespace]
+            own = [e.id for e in self._episodes.get(wanted) if e.namespace == self.namespace]
             if own:
-                self.episodes.delete(own)
+                self._episodes.delete(own)
             return own
 
         gone = await self._store(drop)
@@ -399,7 +443,7 @@ class Grimoire:
 
     async def drop_chain_episodes(self, chain_id: int, above_block: int) -> int:
         """Delete the episodes of blocks a chain reorg orphaned; logged like any forgetting."""
-        ids = await self._store(self.episodes.delete_chain_above, chain_id, above_block)
+        ids = await self._store(self._episodes.delete_chain_above, chain_id, above_block)
         if ids:
             log.info("episodes of orphaned blocks forgotten", chain_id=chain_id,
                      above_block=above_block, count=len(ids))
@@ -410,13 +454,13 @@ class Grimoire:
         """Testing effect: a recalled entry confirmed useful gains confidence."""
         self._write_namespace(namespace)
         delta = 0.05 if useful else -0.02
-        await self._store(self.semantic.reinforce, id, self._now(), delta, useful,
+        await self._store(self._semantic.reinforce, id, self._now(), delta, useful,
                           self.cfg.anti_knowledge_floor)
 
     async def apply_decay(self) -> DecayReport:
         """Ebbinghaus decay over this golem's entries; entries that fade below the
         eviction threshold are forgotten (soft, logged with the reason)."""
-        report = await self._store(plan_and_apply_decay, self.semantic, self.cfg,
+        report = await self._store(plan_and_apply_decay, self._semantic, self.cfg,
                                    self.namespace, self._now())
         if report.forgotten:
             log.info("memories forgotten by decay", count=report.forgotten,
@@ -426,12 +470,12 @@ class Grimoire:
         return report
 
     async def refresh_index(self) -> bool:
-        return await self._store(self.episodes.maybe_build_index)
+        return await self._store(self._episodes.maybe_build_index)
 
     async def optimize(self, older_than_s: float = 3600.0) -> dict[str, Any]:
         """Compact the episode store; versions older than ``older_than_s`` wall seconds go
         (they serve readers in other processes, e.g. `golem memory search`)."""
-        stats = await self._store(self.episodes.optimize, older_than_s)
+        stats = await self._store(self._episodes.optimize, older_than_s)
         log.info("episode store optimized", **stats)
         return stats
 
@@ -441,16 +485,13 @@ class Grimoire:
 
     # --- helpers ---------------------------------------------------------------------
 
-    async def in_store(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` on the stores' thread, serialised with every other store call
-        (the stores' SQLite connection and LanceDB writer are not shared across threads)."""
-        return await self._store(fn, *args)
-
     def _emit(self, event: Event) -> None:
         if self._events is not None:
             self._events.emit(event)
 
     async def _store(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the stores' thread, serialised with every other store call
+        (the stores' SQLite connection and LanceDB writer are not shared across threads)."""
         return await anyio.to_thread.run_sync(fn, *args, limiter=self._stores)
 
     def _time(self, timestamp: float | None) -> float:

@@ -119,7 +119,7 @@ class GrimoireMaintenance:
     async def sqlite_upkeep(self) -> JobCounters:
         """ANALYZE, free pages and WAL truncation on the semantic store's file."""
         report = await anyio.to_thread.run_sync(
-            lambda: upkeep(self.grimoire.semantic.path,
+            lambda: upkeep(self.grimoire._semantic.path,
                            full_vacuum_max_bytes=self.full_vacuum_max_bytes))
         log.info("semantic store upkeep", **vars(report))
         return {"sqlite_pages_freed": report.pages_freed}

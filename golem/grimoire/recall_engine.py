@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from golem.grimoire import recall as rc
@@ -36,7 +37,9 @@ from golem.grimoire.semantic import ListHit
 from golem.grimoire.semantic_schema import Filters
 
 if TYPE_CHECKING:
-    from golem.grimoire.grimoire import Grimoire
+    from golem.config import GrimoireSection
+    from golem.grimoire.episodes import EpisodeStore
+    from golem.grimoire.semantic import SemanticStore
 
 DAY_S = 86400.0
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="golem-recall")
@@ -44,7 +47,17 @@ ANTI_K = 20  # anti-knowledge candidates per list
 ANTI_FILTERS: Filters = ((Status.ACTIVE,), (EntryType.ANTI_KNOWLEDGE,), None, None)
 
 
-def run_recall(g: Grimoire, req: rc.RecallRequest) -> rc.RecallResult:
+@dataclass(frozen=True)
+class RecallStores:
+    """What recall reads: the Grimoire's settings and its two stores (the facade's own)."""
+
+    cfg: GrimoireSection
+    episodes: EpisodeStore
+    semantic: SemanticStore
+
+
+def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
+    """One recall over ``g`` (steps above). Call on the stores' thread."""
     cfg = g.cfg
     query, vector, k, namespaces = req.query, req.vector, req.k, req.namespaces
     f, pad, now = req.filters, req.pad, req.now
@@ -71,7 +84,7 @@ def run_recall(g: Grimoire, req: rc.RecallRequest) -> rc.RecallResult:
         lists.take("entry", lexical_entries, dense=False)
     anti_pool = _anti_candidates(anti_dense, anti_lexical, cfg.anti_knowledge_relevance)
     # Read the entries now, while the episode searches run: after fusion this thread would
-    # read them on the critical path (~1.5 ms at k = 30, where fusion keeps nearly all).
+    # read them on the critical path (fusion keeps nearly all of them at small k).
     entries = {e.id: e for e in g.semantic.get(
         list(dict.fromkeys([*(c.id for c in lists.pool.values()), *anti_pool])))}
     episode_rows: dict[str, Found] = {}
@@ -129,7 +142,7 @@ class _Lists:
         self.ranked.append(ranked)
 
 
-def start_episode_text(g: Grimoire, query: str, n: int, ns: Sequence[str],
+def start_episode_text(g: RecallStores, query: str, n: int, ns: Sequence[str],
                        f: rc.RecallFilters) -> Future[list[Found]]:
     """Start the episode full-text search in a worker thread (it needs no query vector)."""
     return _POOL.submit(g.episodes.search_text_hits, query, n, list(ns),
@@ -191,7 +204,7 @@ def _anti_candidates(dense: Sequence[ListHit], lexical: Sequence[ListHit],
     return pool
 
 
-def _record_access(g: Grimoire, hits: Sequence[rc.Hit], now: float, refused: bool) -> None:
+def _record_access(g: RecallStores, hits: Sequence[rc.Hit], now: float, refused: bool) -> None:
     """Entries shown to the caller were accessed (refused answers show only warnings)."""
     ids = [h.id for h in hits if h.kind == "entry" and (not refused or h.is_anti_knowledge)]
     if ids:

@@ -44,6 +44,7 @@ from golem.mortality.succession import IMPORT_PROCESS
 if TYPE_CHECKING:
     from golem.config import Config
     from golem.grimoire.grimoire import Grimoire
+    from golem.grimoire.knowledge import Neighbourhood
     from golem.runtime.handlers import TickContext
 
 REPLAY_FILE = "inherited_replay.json"
@@ -63,6 +64,18 @@ def judge(episode_sims: Sequence[float], agreeing_entries: int, contradictions: 
     if agreeing_entries > 0 or any(s >= AGREE_EPISODE for s in episode_sims):
         return "agreed"
     return "silent"
+
+
+def evidence(entry: SemanticEntry, near: Neighbourhood | None,
+             namespace: str) -> tuple[list[float], int, int]:
+    """(own episodes' similarities, own entries agreeing, own entries contradicting) from
+    what lies nearest the entry; nothing when it has no neighbourhood (gone meanwhile)."""
+    if near is None:
+        return [], 0, 0
+    own = [(e, vec) for e, s, vec in near.entries if is_own(e, namespace) and s >= AGREE_ENTRY]
+    against = sum(1 for e, vec in own
+                  if contradiction.contradicts(entry, near.vector, e, vec) is not None)
+    return [s for _, s in near.episodes], len(own) - against, against
 
 
 def per_tick(staged: int, ticks: int) -> int:
@@ -106,7 +119,8 @@ class InheritedReplay:
     async def run(self, now: float) -> dict[str, int]:
         """One tick's slice; returns counters for the tick log."""
         g = self.grimoire
-        staged = await g.in_store(self._staged)
+        staged = sorted(await g.entries(statuses=(Status.STAGED,), where=_imported),
+                        key=lambda e: e.id)
         counts = {"replayed": 0, "agreed": 0, "contradicted": 0, "silent": 0,
                   "staged": len(staged)}
         if staged:
@@ -124,38 +138,19 @@ class InheritedReplay:
                                        (json.dumps(state) + "\n").encode())
         return counts
 
-    def _staged(self) -> list[SemanticEntry]:
-        ns = self.grimoire.namespace
-        found = [e for e in self.grimoire.semantic.iter_all()
-                 if e.namespace == ns and e.status == Status.STAGED
-                 and e.provenance.process == IMPORT_PROCESS]
-        return sorted(found, key=lambda e: e.id)
-
     async def _replay(self, entry: SemanticEntry, now: float) -> str:
         g = self.grimoire
-        ns = g.namespace
-
-        def evidence() -> tuple[list[float], int, int]:
-            vec = g.semantic.vectors([entry.id]).get(entry.id)
-            if vec is None:
-                return [], 0, 0
-            episodes = g.episodes.search_vector(vec, K_EPISODES, [ns])
-            sims = [s for ep, s in episodes if ep.namespace == ns]
-            own = [(e, s) for e, s in g.semantic.search_vector(vec, K_ENTRIES, [ns])
-                   if is_own(e, ns) and s >= AGREE_ENTRY]
-            vectors = g.semantic.vectors([e.id for e, _ in own])
-            against = sum(1 for e, _ in own if e.id in vectors and contradiction.contradicts(
-                entry, vec, e, vectors[e.id]) is not None)
-            return sims, len(own) - against, against
-
-        sims, agreeing, against = await g.in_store(evidence)
-        verdict = judge(sims, agreeing, against)
+        near = await g.neighbourhood(entry.id, episodes=K_EPISODES, entries=K_ENTRIES)
+        verdict = judge(*evidence(entry, near, g.namespace))
         if verdict == "agreed":
             await g.reinforce(entry.id, useful=True)
         elif verdict == "contradicted" and not is_anti_knowledge(entry):
-            await g.in_store(g.semantic.update_confidence,
-                             {entry.id: entry.confidence * WEAKEN}, now)
+            await g.update_confidence({entry.id: entry.confidence * WEAKEN}, now=now)
         return verdict
+
+
+def _imported(e: SemanticEntry) -> bool:
+    return e.provenance.process == IMPORT_PROCESS
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -17,10 +17,10 @@ from typing import Any
 
 from golem.cognition.journal import latest as journal_latest
 from golem.consolidation.curator_signals import is_dream
+from golem.consolidation.mutations import read_mutation_rows
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import EntryType, FactKind, SemanticEntry, Status
 from golem.mortality.categories import REFLECTION_CATEGORIES
-from golem.runtime.state import read_only_rows
 
 MAX_ITEMS = 8  # per category
 MAX_ITEM_CHARS = 280
@@ -57,11 +57,8 @@ def clean(text: str, limit: int = MAX_ITEM_CHARS) -> str:
 
 async def gather(grimoire: Grimoire, data_dir: Path, cause: str, *, limit: int = 12) -> Evidence:
     """Read the Grimoire, Loop 3's mutations and the decision journal (read-only)."""
-    entries: list[SemanticEntry] = await grimoire.in_store(
-        lambda: list(grimoire.semantic.iter_all()))
-    own = [e for e in entries if e.namespace == grimoire.namespace]
-    mutations = read_only_rows(data_dir / "consolidation" / "loop3.db", "Loop 3 mutations",
-                               "SELECT status, body FROM mutations ORDER BY created_tick") or []
+    own = await grimoire.entries()
+    mutations = read_mutation_rows(data_dir)
     return evidence_from(cause, own, mutations, journal_latest(data_dir), limit=limit)
 
 

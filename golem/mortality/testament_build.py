@@ -223,12 +223,9 @@ async def build(
     ns = grimoire.namespace
     keep = max(1, max_entries // 8)
 
-    def read() -> tuple[list[SemanticEntry], list[Episode], dict[tuple[str, ...],
-                                                                     list[Episode]], int]:
-        own = [e for e in grimoire.semantic.iter_all() if e.namespace == ns]
-        return own, *scan_episodes(grimoire.episodes.iter_all(), ns, keep)
-
-    own, top, groups, seen = await grimoire.in_store(read)
+    own = await grimoire.entries()
+    top, groups, seen = await grimoire.scan_episodes(
+        lambda batches: scan_episodes(batches, ns, keep))
     candidates = [t for t in (entry_of(e, min_confidence) for e in own) if t is not None]
     candidates += bloodstains(groups) + [episode_summary(ep) for ep in top]
     kept, dropped = bottleneck(candidates, max_entries)

@@ -192,7 +192,7 @@ class Thanatopsis:
             self.s.grimoire, lineage=lineage, cause=death.cause, died_at=death.started_at,
             reflection=reflect["categories"], reflection_text=reflect["text"],
             reflection_source=reflect["source"],
-            playbook_md=_read(self.s.grimoire.playbook.path),
+            playbook_md=_read(self.s.grimoire.playbook_path),
             memory_md=_read(self.s.grimoire.memory_path),
             min_confidence=cfg.testament_min_confidence, max_entries=cfg.testament_max_entries)
         path = self.data_dir / "testament" / f"{testament.testament_id}.json"

@@ -278,8 +278,8 @@ def test_a_revert_is_remembered_as_a_strategy_outcome(tmp_path: Path) -> None:
                 [PA("swap", m.pair_honey_weth, "HONEY", "WETH", amount=1.0, reason="exit")],
                 tick=4, now=T0 + 50)
             assert [r.status for r in sold] == [REVERTED]
-            return [e for batch in g.episodes.iter_all() for e in batch
-                    if e.category == OUTCOME_CATEGORY]
+            return await g.scan_episodes(lambda batches: [
+                e for batch in batches for e in batch if e.category == OUTCOME_CATEGORY])
         finally:
             await g.close()
 

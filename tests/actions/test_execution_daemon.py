@@ -96,8 +96,9 @@ def test_model_decisions_are_executed_and_the_key_never_leaks(tmp_path: Path) ->
     async def outcomes() -> list[dict[str, object]]:
         g = await Grimoire.open(config, now=lambda: 0.0)
         try:
-            return [e.payload for batch in g.episodes.iter_all() for e in batch
-                    if e.category == OUTCOME_CATEGORY]
+            return await g.scan_episodes(lambda batches: [
+                e.payload for batch in batches for e in batch
+                if e.category == OUTCOME_CATEGORY])
         finally:
             await g.close()
 

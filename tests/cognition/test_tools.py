@@ -152,7 +152,7 @@ def test_a_note_goes_to_the_scratch_wal_and_is_recallable(tmp_path: Path,
     async def body(g: Grimoire) -> tuple[str, list[str], str]:
         out = await run_tool("working_memory_note",
                              {"text": "Watch the WBTC pool: liquidity is draining fast"}, g)
-        notes = [n.text for n in g.scratch.read()]
+        notes = [n.text for n in await g.scratch_notes()]
         found = await run_tool("query_grimoire", {"query": "WBTC liquidity draining"}, g)
         return out, notes, found
 
@@ -192,7 +192,7 @@ def test_a_bad_call_is_sent_back_as_an_error_and_the_loop_goes_on(
     api.reply_text("done")
 
     async def body(g: Grimoire) -> tuple[Any, list[str]]:
-        return await loop(api, g), [n.text for n in g.scratch.read()]
+        return await loop(api, g), [n.text for n in await g.scratch_notes()]
 
     out, notes = with_grimoire(tmp_path, embedder, body, seed=False)
     assert out.rounds == 2 and out.result.content[0]["text"] == "done"

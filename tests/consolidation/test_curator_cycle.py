@@ -17,6 +17,7 @@ from golem.consolidation.curator_signals import MERGED_FROM
 from golem.events import CuratorCycleComplete, Event, EventBus, GrimoireForget
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.playbook import Playbook
 from golem.grimoire.records import (
     DecayClass,
     EntryType,
@@ -25,9 +26,11 @@ from golem.grimoire.records import (
     SemanticEntry,
     Status,
 )
+from golem.grimoire.semantic_lifecycle import ForgetRecord
 
 from ..conftest import config_text
 from ..grimoire.conftest import MODEL_DIR
+from ..grimoire.stores import semantic_store
 
 T = TypeVar("T")
 NOW = 1_767_225_600.0
@@ -110,8 +113,11 @@ def crafted() -> list[SemanticEntry]:
 async def seed(g: Grimoire, clock: Clock) -> str:
     """The crafted entries, plus a claim quarantined 8 days ago against an anchored one."""
     rows = crafted()
-    vectors = await g.embedder.aembed([e.text for e in rows])
-    g.semantic.put(rows, vectors)
+    await g.write_entries([e for e in rows if e.namespace == NS], checked=False)
+    foreign = [e for e in rows if e.namespace != NS]  # the facade writes only its own
+    vectors = await g.embedder.aembed([e.text for e in foreign])
+    with semantic_store(g.data_dir, g.embedder.signature) as store:
+        store.put(foreign, vectors)
     clock.t = NOW - 8 * DAY
     await g.remember("Never provide liquidity to pools under $100k TVL", type="constraint",
                      importance=0.9, anchored=True, entry_id="rule")
@@ -123,7 +129,14 @@ async def seed(g: Grimoire, clock: Clock) -> str:
 
 
 def statuses(g: Grimoire) -> dict[str, Status]:
-    return {e.id: e.status for e in g.semantic.iter_all()}
+    """Every namespace's entries (the curator must leave other namespaces alone)."""
+    with semantic_store(g.data_dir, g.embedder.signature) as store:
+        return {e.id: e.status for e in store.iter_all()}
+
+
+def forget_log(g: Grimoire) -> list[ForgetRecord]:
+    with semantic_store(g.data_dir, g.embedder.signature) as store:
+        return store.forget_log(50, NS)
 
 
 def test_cycle_applies_verdicts_and_a_second_cycle_is_idempotent(
@@ -142,20 +155,20 @@ def test_cycle_applies_verdicts_and_a_second_cycle_is_idempotent(
             "anchored": Status.ACTIVE, "dream-ok": Status.ACTIVE, "dream-old": Status.PRUNED,
             "dup-a": Status.ACTIVE, "dup-b": Status.ARCHIVED, "heur": Status.ACTIVE,
             "other-ns": Status.ACTIVE, "rule": Status.ACTIVE, "claim": Status.PRUNED}
-        [keeper] = g.semantic.get(["dup-a"])
+        [keeper] = await g.entries_by_ids(["dup-a"])
         assert keeper.episode_count == 5 and keeper.source_episodes == ("ep1", "ep2", "ep3")
         assert keeper.fact[MERGED_FROM] == ["dup-b"] and keeper.fact[RELATED] == ["keep"]
         assert keeper.confidence == 0.8 and keeper.last_accessed == NOW - 3600
-        [kept] = g.semantic.get(["keep"])
+        [kept] = await g.entries_by_ids(["keep"])
         assert kept.fact[RELATED] == ["dup-a"]
-        forgotten = {r.entry_id: r.reason for r in g.semantic.forget_log(50, NS)}
+        forgotten = {r.entry_id: r.reason for r in forget_log(g)}
         assert set(forgotten) == {"stale", "dream-old", "claim"}
         assert all(r.startswith("curator: ") for r in forgotten.values())
         assert "dream hypothesis expired unconfirmed" in forgotten["dream-old"]
         assert "contradicts trusted rule" in forgotten["claim"]
-        playbook = g.playbook.read()
+        playbook = await g.playbook_text()
         assert "## Proposed by the curator" in playbook and "(entry heur;" in playbook
-        assert len(g.playbook.history()) == 1
+        assert len(Playbook(g.data_dir).history()) == 1
         completes = [e for e in seen if isinstance(e, CuratorCycleComplete)]
         assert completes == [CuratorCycleComplete(tick=50, entries_pruned=3,
                                                   entries_promoted=1, entries_archived=2,
@@ -166,9 +179,10 @@ def test_cycle_applies_verdicts_and_a_second_cycle_is_idempotent(
         clock.t = NOW + 60
         second = await curator.run(100, NOW + 60)
         assert statuses(g) == after_first
-        assert g.semantic.get(["dup-a"]) == [keeper]
-        assert len(g.playbook.history()) == 1 and g.playbook.read() == playbook
-        assert len(g.semantic.forget_log(50, NS)) == 3
+        assert await g.entries_by_ids(["dup-a"]) == [keeper]
+        assert len(Playbook(g.data_dir).history()) == 1
+        assert await g.playbook_text() == playbook
+        assert len(forget_log(g)) == 3
         assert seen[-1] == CuratorCycleComplete(tick=100, entries_pruned=0, entries_promoted=0,
                                                 entries_archived=0, heuristics_proposed=0)
         return first, second

@@ -110,7 +110,7 @@ def test_delta_runs_its_stages_with_durable_cursors(tmp_path: Path, embedder: Em
                     out["failed"] = str(exc)
                 out["dream_cursor"] = delta.cursors.get("dream")
             out["baselines"] = sum(e.fact_kind is FactKind.BASELINE
-                                   for e in g.semantic.iter_all())
+                                   for e in await g.entries())
         finally:
             await g.close()
         return out

@@ -31,6 +31,7 @@ from golem.grimoire.records import (
 
 from ..conftest import config_text
 from ..grimoire import conftest as grimoire_fixtures
+from ..grimoire.stores import semantic_store
 
 T = TypeVar("T")
 embedder = grimoire_fixtures.embedder  # the real model, shared fixtures
@@ -139,6 +140,10 @@ def test_unusable_baselines_are_skipped() -> None:
 
 # --- real Grimoire ----------------------------------------------------------------------
 
+def dreamt(e: SemanticEntry) -> bool:
+    return e.provenance.process == "dream"
+
+
 def test_nrem_stages_planted_residual_once_then_reinforces(tmp_path: Path, model_dir: Path,
                                                           embedder: Embedder) -> None:
     config = cfg(tmp_path, model_dir)
@@ -157,10 +162,11 @@ def test_nrem_stages_planted_residual_once_then_reinforces(tmp_path: Path, model
         assert (empty.replayed, empty.hypotheses_staged) == (0, 0)
 
         entry, vec = baseline_entry(embedder, 1020.0, 14.0)
-        await anyio.to_thread.run_sync(g.semantic.put, [entry], vec)
+        with semantic_store(g.data_dir, g.embedder.signature) as store:
+            store.put([entry], vec)  # planted beneath the facade: no write event
         first = await dream.run(2, NOW)
         assert first.replayed == 21 and first.residuals == 1 and first.hypotheses_staged == 1
-        staged = [e for e in g.semantic.iter_all() if e.provenance.process == "dream"]
+        staged = await g.entries(where=dreamt)
         assert len(staged) == 1
         h = staged[0]
         assert h.status is Status.STAGED
@@ -171,13 +177,13 @@ def test_nrem_stages_planted_residual_once_then_reinforces(tmp_path: Path, model
 
         again = await dream.run(3, NOW + 60)  # same episodes, same facts: nothing new
         assert (again.hypotheses_staged, again.hypotheses_reinforced) == (0, 0)
-        after = [e for e in g.semantic.iter_all() if e.provenance.process == "dream"]
+        after = await g.entries(where=dreamt)
         assert after == staged
 
         await g.add_episodes([swap(100, 6000, start + 70)])  # new support, same window
         more = await dream.run(4, NOW + 120)
         assert (more.hypotheses_staged, more.hypotheses_reinforced) == (0, 1)
-        grown = g.semantic.get([h.id])[0]
+        [grown] = await g.entries_by_ids([h.id])
         assert grown.episode_count == 2 and grown.status is Status.STAGED
         assert grown.last_reinforced == NOW + 120 and grown.created_at == h.created_at
 

@@ -18,6 +18,7 @@ from golem.grimoire.payloads import outcome_payload, revert_payload
 from golem.grimoire.records import EntryType, Episode, FactKind, SemanticEntry, Status, episode_id
 
 from ..conftest import REPO, config_text
+from ..grimoire.stores import semantic_store
 
 T = TypeVar("T")
 T0 = 1_767_225_600.0
@@ -71,10 +72,6 @@ def run(fn: Callable[[], Awaitable[T]]) -> T:
     return anyio.run(fn, backend_options={"use_uvloop": True})
 
 
-def entries(g: Grimoire) -> list[SemanticEntry]:
-    return [e for e in g.semantic.iter_all() if e.namespace == "golem-a"]
-
-
 def test_consolidation_extracts_reinforces_and_never_duplicates(
         tmp_path: Path, embedder: Embedder) -> None:
     cfg = make_config(tmp_path)
@@ -90,7 +87,7 @@ def test_consolidation_extracts_reinforces_and_never_duplicates(
             await g.add_episodes(market())
             engine = ConsolidationEngine(g, tmp_path / "state1", events=bus)
             first = await engine.run(tick=1, now=now)
-            after_first = entries(g)
+            after_first = await g.entries()
             # Same engine again: the cursor has moved, nothing new to learn.
             idle = await engine.run(tick=2, now=now + 60)
             engine.close()
@@ -100,7 +97,7 @@ def test_consolidation_extracts_reinforces_and_never_duplicates(
             again.close()
             bad = await g.get(episode_id(31337, f"0x{99:064x}", 0))
             good = await g.get(episode_id(31337, f"0x{0:064x}", 0))
-            return first, idle, second, after_first, entries(g), {"bad": bad, "good": good}
+            return first, idle, second, after_first, await g.entries(), {"bad": bad, "good": good}
         finally:
             await g.close()
 
@@ -161,7 +158,7 @@ def test_old_episodes_are_interleaved_into_later_runs(tmp_path: Path,
             report = await engine.run(tick=2, now=now + 600)
             engine.close()
             old = [await g.get(e.id) for e in episodes[:12]]
-            swap = next(e for e in entries(g)
+            swap = next(e for e in await g.entries()
                         if e.fact.get("key") == f"baseline|swap_amount0|{POOL_A.lower()}|calm")
             return (report, sum(isinstance(e, Episode) and e.replay_count == 2 for e in old),
                     int(swap.fact["n"]))
@@ -201,9 +198,10 @@ def test_planted_lag_becomes_a_causal_edge_between_pool_baselines(
             engine = ConsolidationEngine(g, tmp_path / "state")
             report = await engine.run(tick=1, now=now)
             engine.close()
-            keyed = {e.fact["key"]: e for e in entries(g)}
+            keyed = {e.fact["key"]: e for e in await g.entries()}
             cause = keyed[f"baseline|event_rate|{POOL_A.lower()}|*"]
-            return report, keyed, g.semantic.edges_from(cause.id)
+            with semantic_store(g.data_dir, g.embedder.signature) as store:
+                return report, keyed, store.edges_from(cause.id)
         finally:
             await g.close()
 
@@ -231,7 +229,7 @@ def test_a_fact_contradicting_trusted_knowledge_is_quarantined(
             engine = ConsolidationEngine(g, tmp_path / "state")
             report = await engine.run(tick=1, now=now)
             engine.close()
-            return report, entries(g)
+            return report, await g.entries()
         finally:
             await g.close()
 

@@ -6,6 +6,7 @@ a real Grimoire with the real embedding model.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
@@ -17,11 +18,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem.cognition.journal import DecisionJournal, Outcome
+from golem.cognition.journal import (
+    JOURNAL_DB,
+    JOURNAL_DIR,
+    DecisionJournal,
+    JournalReader,
+    Outcome,
+)
 from golem.config import Config, load_config
 from golem.consolidation import loop3 as l3
 from golem.consolidation.dream_cycle import DreamCycle
-from golem.consolidation.mutations import MutationLab
+from golem.consolidation.mutations import (
+    STATE_DIR,
+    MutationLab,
+    MutationStore,
+    read_mutation_rows,
+)
 from golem.events import Event, EventBus, PolicyMutationChanged
 from golem.governor.categories import Category
 from golem.governor.governor import LiveItem
@@ -126,6 +138,40 @@ def record_ticks(journal: DecisionJournal, ticks: range, revision: int,
                                        frozenset(), frozenset(missing(t))))
     due = journal.due(10**9)
     journal.settle([(p.id, 99.0, quality(p.tick), True) for p in due])
+
+
+def test_the_journal_and_the_mutations_are_read_through_their_owners(tmp_path: Path) -> None:
+    """Other rooms read decisions.db through cognition's JournalReader and loop3.db
+    through read_mutation_rows: read-only, empty before the files exist."""
+    reader = JournalReader(tmp_path / JOURNAL_DIR / JOURNAL_DB)
+    assert reader.scored_outcomes(5) == [] and reader.decision(1) is None
+    assert read_mutation_rows(tmp_path) == []
+    journal = DecisionJournal.open(tmp_path)
+    try:
+        record_ticks(journal, range(1, 4), 2, lambda t: 0.1 * t,
+                     lambda t: {"insights"} if t == 2 else set())
+    finally:
+        journal.close()
+    scored = reader.scored_outcomes(2)
+    assert [(o.tick, o.regime, o.policy_revision) for o in scored] == [(2, "calm", 2),
+                                                                      (3, "calm", 2)]
+    assert scored[0].missing == frozenset({"insights"})
+    assert [o.quality for o in scored] == pytest.approx([0.2, 0.3])
+    assert (reader.decision(2) or {})["tick"] == 2 and reader.decision(9) is None
+    assert reader.qualities(from_revision=2) == pytest.approx([0.1, 0.2, 0.3])
+    assert reader.qualities(before_revision=3, limit=2) == pytest.approx([0.3, 0.2])
+    assert reader.qualities(before_revision=2) == []
+    assert [t for t, _, _ in reader.decisions_after(1, not_before=NOW + 3, limit=9)] == [3]
+    assert [(t, q) for t, q, _ in reader.scored_decisions(1, limit=1)] == [(2, pytest.approx(0.2))]
+    store = MutationStore(tmp_path / STATE_DIR)
+    try:
+        m = l3.ContextPolicyMutation("cpm-1", "boost_missing", {"insights": 0.02}, "why",
+                                     0.2, S.STAGED, 7, (5,), 0.1)
+        store.save(m)
+        [(status, body)] = read_mutation_rows(tmp_path)
+        assert status == "staged" and json.loads(body)["rationale"] == "why"
+    finally:
+        store.close()
 
 
 def with_lab(tmp_path: Path, model_dir: Path, embedder: Embedder,

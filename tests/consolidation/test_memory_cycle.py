@@ -28,6 +28,7 @@ from golem.grimoire.working_memory import parse_memory, validate_rewrite
 
 from ..conftest import child_env, config_text
 from ..grimoire.conftest import MODEL_DIR
+from ..grimoire.stores import scratch_log
 
 T = TypeVar("T")
 NOW = 1_767_225_600.0
@@ -70,11 +71,12 @@ def test_notes_are_indexed_written_then_consumed(cfg: Config, embedder: Embedder
     async def body(g: Grimoire) -> None:
         noted = [await g.note("Owner says: never hold over 10k USDC in a pool", importance=0.9),
                  await g.note("Why does gas spike at 14:00 UTC?", importance=0.8)]
-        raw = g.scratch.append("ETH/USDC volume doubled after the CPI print", 0.7, NOW, "theta")
+        raw = scratch_log(g.data_dir).append("ETH/USDC volume doubled after the CPI print",
+                                             0.7, NOW, "theta")
         assert await g.get(f"scratch-{raw.id}") is None  # appended, never indexed
         report = await cycle(g, bus).run(NOW + 60)
         assert report.accepted and report.source == "deterministic"
-        assert report.notes_consumed == 3 and g.scratch.read() == []
+        assert report.notes_consumed == 3 and await g.scratch_notes() == []
         text = g.memory_path.read_text()
         assert validate_rewrite(None, text).ok and report.version == version_of(text)
         for note in [*noted, raw]:
@@ -102,18 +104,19 @@ def test_a_collapsing_model_rewrite_is_rejected_and_keeps_file_and_notes(
         return req.old_text[: len(req.old_text) // 10]
 
     async def body(g: Grimoire) -> None:
+        scratch = scratch_log(g.data_dir)
         for i in range(40):
-            g.scratch.append(f"Position {i}: LP in pool {i} with range {i}-{i + 5}", 0.7,
-                             NOW + i, "theta")
+            scratch.append(f"Position {i}: LP in pool {i} with range {i}-{i + 5}", 0.7,
+                           NOW + i, "theta")
         assert (await cycle(g).run(NOW + 100)).accepted
         mature = g.memory_path.read_bytes()
         assert len(mature) > 2000
-        notes = [g.scratch.append("Opened a position on WETH/DAI", 0.7, NOW + 200, "theta")]
+        notes = [scratch.append("Opened a position on WETH/DAI", 0.7, NOW + 200, "theta")]
         report = await cycle(g, bus, model=collapse).run(NOW + 300)
         assert not report.accepted and report.source == "model"
         assert any("mass drop" in p for p in report.problems)
         assert g.memory_path.read_bytes() == mature
-        assert [n.id for n in g.scratch.read()] == [n.id for n in notes]
+        assert [n.id for n in await g.scratch_notes()] == [n.id for n in notes]
         assert report.notes_pending == 1 and report.notes_consumed == 0
 
     with_grimoire(cfg, embedder, body)
@@ -147,12 +150,13 @@ def test_a_crash_between_the_write_and_the_consume_is_recovered_exactly_once(
 
     async def body(g: Grimoire) -> None:
         notes = [await g.note(f"Pool {i} fee tier changed to {i * 5} bp") for i in range(3)]
-        scratch = g.scratch.path.read_bytes()
+        wal = scratch_log(g.data_dir).path
+        scratch = wal.read_bytes()
         assert (await cycle(g).run(NOW)).notes_consumed == 3
         written = g.memory_path.read_text()
-        g.scratch.path.write_bytes(scratch)  # as if killed before the consume
+        wal.write_bytes(scratch)  # as if killed before the consume
         report = await cycle(g).run(NOW + 60)
-        assert report.accepted and report.notes_consumed == 3 and g.scratch.read() == []
+        assert report.accepted and report.notes_consumed == 3 and await g.scratch_notes() == []
         text = g.memory_path.read_text()
         for note in notes:
             assert text.count(f"scratch-{note.id}") == 1
@@ -309,7 +313,7 @@ def test_kill_9_at_random_moments_never_tears_memory_nor_loses_a_note(
 
     async def finish(g: Grimoire) -> None:
         report = await cycle(g).run(NOW + 10_000_000)
-        assert report.accepted and g.scratch.read() == []
+        assert report.accepted and await g.scratch_notes() == []
 
     with_grimoire(cfg, embedder, finish)
     check_invariants(cfg, embedder, memory, acked)

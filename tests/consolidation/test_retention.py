@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem.cognition.journal import DecisionJournal
+from golem.cognition.journal import DecisionJournal, JournalReader
 from golem.consolidation import retention as rt
-from golem.consolidation.mutations import JournalReader
 from golem.consolidation.retention_cycle import EpisodeRetention, episode_ids
 from golem.events import EventBus, GrimoireForget
 from golem.grimoire.embedder import Embedder
@@ -30,6 +29,7 @@ from golem.grimoire.records import (
     episode_id,
 )
 
+from ..grimoire.stores import episode_store
 from .test_engine import make_config, run
 
 T = TypeVar("T")
@@ -261,13 +261,17 @@ def test_the_stage_forgets_through_the_grimoire_logged_and_emitted(
     journal.close()
     seen: list[GrimoireForget] = []
 
-    async def main() -> tuple[Any, set[str], set[str]]:
+    with episode_store(config.data_dir, embedder.signature) as store:
+        store.upsert([stranger], unit_vectors(1))  # another golem's, beneath the facade
+
+    async def main() -> tuple[Any, set[str]]:
         bus = EventBus(lambda: NOW)
         bus.subscribe(lambda event, _r: seen.append(event)
                       if isinstance(event, GrimoireForget) else None)
         g = await Grimoire.open(config, now=lambda: NOW, embedder=embedder, events=bus)
         try:
-            await g.in_store(g.episodes.upsert, everything, unit_vectors(len(everything)))
+            mine = [e for e in everything if e is not stranger]
+            await g.add_episodes(mine, vectors=unit_vectors(len(mine)))
             await g.write_entries([SemanticEntry(
                 id="fact-1", namespace="golem-a", text="swaps at 0xaa average 5",
                 entry_type=EntryType.INSIGHT, memory_type=MemoryType.FACT, created_at=NOW,
@@ -276,13 +280,14 @@ def test_the_stage_forgets_through_the_grimoire_logged_and_emitted(
                                      journal=JournalReader(config.data_dir / "cognition"
                                                            / "decisions.db"), batch=3)
             report = await stage.run(1, NOW)
-            left = {e.id for batch in g.episodes.iter_all() for e in batch}
             again = await stage.run(2, NOW)
-            return (report, again), left, {e.id for e in everything}
+            return (report, again), {e.id for e in everything}
         finally:
             await g.close()
 
-    (report, again), left, before = run(main)
+    (report, again), before = run(main)
+    with episode_store(config.data_dir, embedder.signature) as store:  # every namespace's
+        left = {e.id for batch in store.iter_all() for e in batch}
     gone = {e.id for e in plain}
     assert left == before - gone
     assert report.forgotten == report.expired == 7 and report.evicted == 0
@@ -302,11 +307,12 @@ def test_the_stage_enforces_the_cap(tmp_path: Path, embedder: Embedder) -> None:
     async def main() -> tuple[Any, set[str]]:
         g = await Grimoire.open(config, now=lambda: NOW, embedder=embedder)
         try:
-            await g.in_store(g.episodes.upsert, eps, unit_vectors(len(eps)))
+            await g.add_episodes(eps, vectors=unit_vectors(len(eps)))
             stage = EpisodeRetention(g, cursor=lambda: None,
                                      params=rt.RetentionParams(max_episodes=6))
             report = await stage.run(1, NOW)
-            return report, {e.id for batch in g.episodes.iter_all() for e in batch}
+            return report, await g.scan_episodes(
+                lambda batches: {e.id for batch in batches for e in batch})
         finally:
             await g.close()
 
@@ -319,19 +325,22 @@ def test_forget_episodes_needs_a_reason_and_skips_other_namespaces(
         tmp_path: Path, embedder: Embedder) -> None:
     config = make_config(tmp_path)
     mine, theirs = episode(1, 1), episode(2, 1, namespace="golem-b")
+    with episode_store(config.data_dir, embedder.signature) as store:
+        store.upsert([theirs], unit_vectors(1))  # another golem's, beneath the facade
 
-    async def main() -> tuple[list[str], int]:
+    async def main() -> list[str]:
         g = await Grimoire.open(config, now=lambda: NOW, embedder=embedder)
         try:
-            await g.in_store(g.episodes.upsert, [mine, theirs], unit_vectors(2))
+            await g.add_episodes([mine], vectors=unit_vectors(1))
             with pytest.raises(InvalidMemory, match="reason"):
                 await g.forget_episodes([mine.id], "  ")
-            gone = await g.forget_episodes([mine.id, theirs.id, "missing", mine.id], "test")
-            return gone, await g.in_store(g.episodes.count)
+            return await g.forget_episodes([mine.id, theirs.id, "missing", mine.id], "test")
         finally:
             await g.close()
 
-    gone, count = run(main)
+    gone = run(main)
+    with episode_store(config.data_dir, embedder.signature) as store:  # every namespace's
+        count = store.count()
     assert gone == [mine.id] and count == 1
 
 

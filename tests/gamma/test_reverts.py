@@ -138,9 +138,9 @@ async def capture_from(g: Grimoire, chain: Chain, config: Config, store_dir: Pat
     raise AssertionError(f"capture did not reach the head: {counters}")
 
 
-def reverts_in(g: Grimoire) -> list[Episode]:
-    return [e for batch in g.episodes.iter_all() for e in batch
-            if e.category == REVERT_CATEGORY]
+async def reverts_in(g: Grimoire) -> list[Episode]:
+    return await g.scan_episodes(lambda batches: [e for batch in batches for e in batch
+                                                  if e.category == REVERT_CATEGORY])
 
 
 def test_honeypot_sells_become_revert_episodes_once_then_anti_knowledge(
@@ -155,16 +155,16 @@ def test_honeypot_sells_become_revert_episodes_once_then_anti_knowledge(
         g = await Grimoire.open(config, now=lambda: now, embedder=embedder)
         try:
             ticks = await capture_from(g, chain, config, tmp_path / "c1", first_sell_block - 2)
-            episodes = reverts_in(g)
-            total = sum(1 for batch in g.episodes.iter_all() for _ in batch)
+            episodes = await reverts_in(g)
+            total = await g.episode_count()
             # a second capture of the last sell's blocks, with its own cursor: nothing new
             last_sell = int(receipt_of(evm, chain.sells[-1][1])["blockNumber"])
             again = await capture_from(g, chain, config, tmp_path / "c2", last_sell - 1)
-            total_again = sum(1 for batch in g.episodes.iter_all() for _ in batch)
+            total_again = await g.episode_count()
             engine = ConsolidationEngine(g, tmp_path / "state")
             report = await engine.run(tick=1, now=now + 60)
             engine.close()
-            anti = [e for e in g.semantic.iter_all() if e.entry_type is EntryType.ANTI_KNOWLEDGE]
+            anti = await g.entries(where=lambda e: e.entry_type is EntryType.ANTI_KNOWLEDGE)
             return {"ticks": ticks, "episodes": episodes, "total": total, "again": again,
                     "total_again": total_again, "report": report, "anti": anti}
         finally:

@@ -113,7 +113,7 @@ def test_same_event_twice_is_stored_once(tmp_path: Path, model_dir: Path,
     async def body(g: Grimoire) -> int:
         await g.add_episodes([swap_episode(1), swap_episode(2)])
         await g.add_episodes([swap_episode(1)])
-        return g.episodes.count()
+        return await g.episode_count()
 
     assert with_grimoire(cfg, embedder, body) == 2
 
@@ -222,7 +222,7 @@ def test_reinforcement_raises_confidence_and_decay_forgets_with_a_log(
         # structural: 0.65 x 0.5^(10/365) = 0.6378, barely faded
         assert (await g.get(kept.id)).confidence == pytest.approx(  # type: ignore[union-attr]
             0.65 * 0.5 ** (10 / 365))
-        log = g.semantic.forget_log(10)
+        log = g._semantic.forget_log(10)
         assert [r.entry_id for r in log] == [fading.id] and "decay" in log[0].reason
 
     with_grimoire(cfg, embedder, body, now=clock)
@@ -236,7 +236,7 @@ def test_working_memory_note_is_recallable_at_once(tmp_path: Path, model_dir: Pa
         note = await g.note("Owner said: cap any single position at 10k USDC", importance=0.9)
         result = await g.recall("what is the position size limit?", k=3)
         assert not result.refused and result.hits[0].id == f"scratch-{note.id}"
-        assert [n.id for n in g.scratch.read()] == [note.id]
+        assert [n.id for n in await g.scratch_notes()] == [note.id]
 
     with_grimoire(cfg, embedder, body)
 
@@ -263,7 +263,7 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path: Path, model_dir: 
         text = kwargs.pop("text")
         with pytest.raises(InvalidMemory, match=message):
             await g.remember(text, **kwargs)
-        assert g.semantic.count() == 0
+        assert await g.entries() == []
 
     with_grimoire(cfg, embedder, body)
 
@@ -295,7 +295,7 @@ def test_model_signature_mismatch_refuses_and_reembed_migrates(
     assert (report.episodes, report.entries) == (4, 1)
 
     async def after(g: Grimoire) -> None:
-        assert g.episodes.signature.id == other_embedder.signature.id
+        assert g._episodes.signature.id == other_embedder.signature.id
         result = await g.recall("oracle updates and liquidations")
         assert not result.refused and result.hits[0].id == entry_id
 

@@ -58,7 +58,7 @@ def test_upkeep_converts_once_then_frees_pages_and_the_store_keeps_working(
     cfg = write_config(tmp_path, model_dir)
 
     async def body(g: Grimoire) -> None:
-        path = g.semantic.path
+        path = g._semantic.path
         await fill_and_forget(g, 60, 10, "a")
         first = await anyio.to_thread.run_sync(upkeep, path)  # the store's connection is open
         assert first.converted and first.incremental and first.free_pages > 0
@@ -68,8 +68,8 @@ def test_upkeep_converts_once_then_frees_pages_and_the_store_keeps_working(
         assert not second.converted and second.pages_freed >= second.free_pages > 0
         assert second.bytes_after < second.bytes_before
         # the facade's own connection still reads and writes, FTS included
-        assert g.semantic.count() == 10
-        hits = g.semantic.search_text("fee tier", 5, ["golem-a"])
+        assert g._semantic.count() == 10
+        hits = g._semantic.search_text("fee tier", 5, ["golem-a"])
         assert hits and all(h[0].id.startswith("a-") for h in hits)
         await g.remember("after upkeep: pool 99 fee tier 30 bp", entry_id="c-1")
         result = await g.recall("pool 99 fee tier", k=1)
@@ -84,9 +84,9 @@ def test_upkeep_leaves_a_big_store_unconverted(tmp_path: Path, model_dir: Path,
 
     async def body(g: Grimoire) -> None:
         await fill_and_forget(g, 20, 5, "a")
-        report = upkeep(g.semantic.path, full_vacuum_max_bytes=0)
+        report = upkeep(g._semantic.path, full_vacuum_max_bytes=0)
         assert not report.converted and not report.incremental and report.pages_freed == 0
-        assert auto_vacuum(g.semantic.path) == 0
+        assert auto_vacuum(g._semantic.path) == 0
 
     with_grimoire(cfg, embedder, body)
 

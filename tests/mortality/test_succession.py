@@ -55,10 +55,7 @@ def embedder() -> Embedder:
 
 
 async def inherited_entries(g: Grimoire) -> list[SemanticEntry]:
-    def read() -> list[SemanticEntry]:
-        return [e for e in g.semantic.iter_all() if e.provenance.process == IMPORT_PROCESS]
-
-    return await g.in_store(read)
+    return await g.entries(where=lambda e: e.provenance.process == IMPORT_PROCESS)
 
 
 def parent_testament(tmp_path: Path, emb: Embedder) -> Path:
