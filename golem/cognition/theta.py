@@ -173,7 +173,7 @@ class ThetaCycle:
         policy = await anyio.to_thread.run_sync(self.policies.latest)
         portfolio, holdings = await self.executor.view() if self.executor else (NO_POSITIONS, ())
         live = [*self._live(seen.feed, seen.prices, seen.escalated, self._positions(holdings)),
-                *await anyio.to_thread.run_sync(self._memory_files)]
+                *await self._memory_files()]
         query = self._query(seen.feed, seen.prices)
         assembly = await self.grimoire_governor.assemble(
             policy, query=query, live=live,
@@ -367,24 +367,21 @@ class ThetaCycle:
             LiveItem("strategy", Category.STRATEGY, f"Strategy: {self._strategy}"),
         ]
 
-    def _memory_files(self) -> list[LiveItem]:
+    async def _memory_files(self) -> list[LiveItem]:
         """Working memory (MEMORY.md, rewritten only by the dream cycle: stable, so it rides
         the cached prefix), PLAYBOOK.md (stable, one writer), and the scratch notes taken
-        since the last rewrite (they change as the model notes things: soft context). Runs in
-        a worker thread: the Grimoire's reads are run on the event loop from here."""
-        import anyio.from_thread  # noqa: PLC0415 - only this method calls back into the loop
-
+        since the last rewrite (they change as the model notes things: soft context)."""
         grimoire = self.grimoire_governor.grimoire
         items = []
-        memory = anyio.from_thread.run(grimoire.memory_text)
+        memory = await grimoire.memory_text()
         if memory and memory.strip():
             items.append(LiveItem("working_memory", Category.STRATEGY,
                                   "Working memory (MEMORY.md):\n" + memory.strip()[:8000]))
-        playbook = anyio.from_thread.run(grimoire.playbook_text)
+        playbook = await grimoire.playbook_text()
         if playbook.strip():
             items.append(LiveItem("playbook", Category.PLAYBOOK,
                                   "PLAYBOOK.md:\n" + playbook.strip()[:8000], importance=0.9))
-        notes = anyio.from_thread.run(grimoire.scratch_notes)[-10:]
+        notes = (await grimoire.scratch_notes())[-10:]
         if notes:
             items.append(LiveItem("scratch", Category.TOOL_STATE, "Scratch notes (newest last):\n"
                                   + "\n".join(n.prompt_line() for n in notes),

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from golem.errors import StateError
+from golem.grimoire.store_files import entry_counts
 from golem.runtime.state import read_only_rows
 
 
@@ -30,11 +31,7 @@ def delta_status(data_dir: Path) -> dict[str, Any] | None:
     cursors = dict(_rows(state / "delta.db", "SELECT name, value FROM cursors") or [])
     mutations = dict(_rows(state / "loop3.db",
                            "SELECT status, COUNT(*) FROM mutations GROUP BY status") or [])
-    entries = dict(_rows(data_dir / "grimoire.db",
-                         "SELECT status, COUNT(*) FROM entries GROUP BY status") or [])
-    kinds = dict(_rows(data_dir / "grimoire.db",
-                       "SELECT fact_kind, COUNT(*) FROM entries WHERE fact_kind IS NOT NULL "
-                       "AND status IN ('active', 'staged') GROUP BY fact_kind") or [])
+    entries, kinds = entry_counts(data_dir)
     return {
         "consolidation_runs": sum(int(r) for r, _ in runs),
         "last_consolidation_at": max((float(t) for _, t in runs), default=None),

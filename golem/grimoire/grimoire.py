@@ -58,6 +58,7 @@ from golem.grimoire.records import (
 )
 from golem.grimoire.scratch import ScratchLog, ScratchNote
 from golem.grimoire.semantic import SemanticStore
+from golem.grimoire.store_files import SEMANTIC_FILE
 from golem.grimoire.validation import clean_text, enum_value, epoch, metadata_of, unit
 
 log = structlog.get_logger("golem.grimoire")
@@ -65,7 +66,6 @@ log = structlog.get_logger("golem.grimoire")
 
 T = TypeVar("T")
 
-SEMANTIC_FILE = "grimoire.db"
 EPISODES_DIR = "episodes"
 MEMORY_DIR = "memory"  # scratch.md, the working-memory write-ahead log
 

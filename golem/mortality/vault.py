@@ -6,8 +6,9 @@ Opt-in (succession.vault_enabled) and files only: nothing leaves the machine. La
     <vault>/snapshots/<label>/grimoire.db          the semantic store (SQLite backup API)
     <vault>/snapshots/<label>/PLAYBOOK.md, MEMORY.md, manifest.json
 
-LanceDB episodes never cross (raw experience stays with the golem that lived it). This
-module is the sqlite3 adapter for snapshots: vendor errors become VaultError.
+LanceDB episodes never cross (raw experience stays with the golem that lived it). The
+semantic store is copied by the Grimoire's own reader (golem.grimoire.store_files);
+every failure here is a VaultError naming what went wrong.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from golem.errors import EXIT_CONFIG, GolemError
+from golem.grimoire.errors import StoreCorrupt
 from golem.grimoire.memory_file import MEMORY_FILE, atomic_write, fsync_dir
 from golem.grimoire.playbook import PLAYBOOK_FILE
+from golem.grimoire.store_files import SEMANTIC_FILE, backup_semantic_store, has_semantic_store
 from golem.mortality import testament as tm
 
 if TYPE_CHECKING:
@@ -33,7 +35,6 @@ if TYPE_CHECKING:
 
 TESTAMENTS = "testaments"
 SNAPSHOTS = "snapshots"
-SEMANTIC_FILE = "grimoire.db"
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -83,15 +84,17 @@ def export_snapshot(vault: Path, data_dir: Path, label: str) -> Path:
     PLAYBOOK.md and MEMORY.md beside it."""
     if not _LABEL.fullmatch(label):
         raise VaultError(f"snapshot label {label!r}: letters, digits, '.', '_' or '-' only")
-    source = data_dir / SEMANTIC_FILE
-    if not source.exists():
-        raise VaultError(f"{source}: no semantic store to snapshot")
+    if not has_semantic_store(data_dir):
+        raise VaultError(f"{data_dir / SEMANTIC_FILE}: no semantic store to snapshot")
     folder = _mkdir(vault / SNAPSHOTS) / label
     if folder.exists():
         raise VaultError(f"snapshot {label!r} already exists in {vault}")
     tmp = _mkdir(vault / SNAPSHOTS / f".{label}.partial")
     try:
-        _backup(source, tmp / SEMANTIC_FILE)
+        try:
+            backup_semantic_store(data_dir, tmp / SEMANTIC_FILE)
+        except StoreCorrupt as exc:
+            raise VaultError(f"snapshot failed: {exc}") from None
         files = [SEMANTIC_FILE]
         for name in (PLAYBOOK_FILE, MEMORY_FILE):
             if (data_dir / name).exists():
@@ -106,22 +109,6 @@ def export_snapshot(vault: Path, data_dir: Path, label: str) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return folder
-
-
-def _backup(source: Path, dest: Path) -> None:
-    try:
-        src = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            src.execute("PRAGMA busy_timeout=5000")
-            out = sqlite3.connect(dest)
-            try:
-                src.backup(out)
-            finally:
-                out.close()
-        finally:
-            src.close()
-    except sqlite3.Error as exc:
-        raise VaultError(f"{source}: snapshot failed ({exc})") from None
 
 
 def list_vault(vault: Path) -> list[VaultItem]:
@@ -167,7 +154,7 @@ def exporter(config: Config) -> Callable[[Path], Awaitable[str]] | None:
         def run() -> str:
             dest = export_testament(vault, path)
             snap = vault / SNAPSHOTS / dest.stem
-            if not snap.exists() and (data_dir / SEMANTIC_FILE).exists():
+            if not snap.exists() and has_semantic_store(data_dir):
                 snap = export_snapshot(vault, data_dir, dest.stem)
             return f"testament {dest}; snapshot {snap}"
 

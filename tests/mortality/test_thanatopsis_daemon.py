@@ -19,7 +19,13 @@ import pytest
 from golem.config import Config
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
-from golem.mortality.death import DataDirDead, accepting_new_positions, read_death, request_death
+from golem.mortality.death import (
+    DataDirDead,
+    accepting_new_positions,
+    read_death,
+    refuse_if_dead,
+    request_death,
+)
 from golem.mortality.death_journal import read_journal, unfinished_death
 from golem.mortality.die import open_death_keeper
 from golem.mortality.thanatopsis import STEPS, CrashInjected
@@ -59,7 +65,8 @@ def run_with_keeper(cfg: Config, embedder: Embedder, ticks: list[str]) -> Daemon
         ctx.registry.register("delta", keeper)
         ctx.registry.register("theta", Counter())
 
-    daemon = Daemon(cfg, HandlerRegistry(), stop_after=86_400, setup=setup)
+    daemon = Daemon(cfg, HandlerRegistry(), stop_after=86_400, setup=setup,
+                    admit=refuse_if_dead)  # as the CLI builds it
     assert anyio.run(daemon.run) == 0
     return daemon
 
