@@ -134,6 +134,9 @@ class Candidate:
     dense_rank: int | None = None
     lexical_rank: int | None = None
     fused: float = 0.0
+    # calibrated evidence, in [0, 1]: the list's score over the list's best score
+    dense: float = 0.0
+    lexical: float = 0.0
 
     @property
     def key(self) -> str:

@@ -16,16 +16,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from golem.grimoire import recall as rc
+from golem.grimoire.decay import half_lives_from_config
 from golem.grimoire.episodes_schema import Found
 from golem.grimoire.errors import GrimoireError
 from golem.grimoire.fusion import rrf
-from golem.grimoire.records import EntryType, Pad, SemanticEntry, Status
+from golem.grimoire.records import DecayClass, EntryType, Pad, SemanticEntry, Status
 from golem.grimoire.scoring import (
     FourFactorWeights,
     last_touched,
@@ -96,6 +97,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
                                for hit in lexical], dense=False)
         episode_rows = {hit.id: hit for hit in [*lexical, *dense]}
     pool = lists.pool
+    calibrate_dense(list(pool.values()))
 
     # Fusion decides the pool: only the best-fused candidates are read and scored in full.
     fused = rrf(lists.ranked)[: max(3 * k, cfg.candidates)]
@@ -104,10 +106,11 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
         cand.fused = score
     shortlist, anti_found = _read(shortlist, list(anti_pool.values()), entries, episode_rows)
     weights = FourFactorWeights.from_config(cfg)
-    anti = sorted((_hit(c, now, pad, weights, cfg.temporal_half_life_s) for c in anti_found),
+    half_lives = _HalfLives(half_lives_from_config(cfg), cfg.temporal_half_life_s)
+    anti = sorted((_hit(c, now, pad, weights, half_lives) for c in anti_found),
                   key=lambda h: (-h.score.final, h.id))
 
-    scored = [_hit(c, now, pad, weights, cfg.temporal_half_life_s) for c in shortlist]
+    scored = [_hit(c, now, pad, weights, half_lives) for c in shortlist]
     scored.sort(key=lambda h: (-h.score.final, h.id))
     best = max((c.similarity for c in pool.values()), default=None)
     reason = refusal(best, cfg.refusal_threshold)
@@ -120,6 +123,23 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
                      anti_knowledge=tuple(anti), best_similarity=best or 0.0)
 
 
+@dataclass(frozen=True)
+class _HalfLives:
+    """Recency half-lives: an entry's by its decay class (a structural fact does not fade
+    like a tactical one), an episode's from grimoire.temporal_half_life_s."""
+
+    entries: Mapping[DecayClass, float]
+    episodes: float
+
+
+def calibrate_dense(pool: Sequence[rc.Candidate]) -> None:
+    """Dense evidence: each candidate's cosine over the best cosine in the pool (entries
+    and episodes alike: one embedding model), negatives 0."""
+    best = max((c.similarity for c in pool), default=0.0)
+    for cand in pool:
+        cand.dense = min(max(cand.similarity / best, 0.0), 1.0) if best > 0 else 0.0
+
+
 class _Lists:
     """The ranked candidate lists and the one pool of candidates they share."""
 
@@ -129,15 +149,21 @@ class _Lists:
 
     def take(self, kind: rc.HitKind, found: Sequence[tuple[str, float, float]],
              dense: bool) -> None:
-        """One ranked list of (id, score, cosine); records are read after fusion."""
+        """One ranked list of (id, score, cosine); records are read after fusion. Each
+        candidate's full-text evidence is its score over its list's best (the entries'
+        lexicon and the episodes' index score BM25 on different scales); dense evidence
+        is calibrated once every list is in (calibrate_dense), since all cosines come
+        from one model."""
         ranked = []
-        for rank, (item_id, _score, similarity) in enumerate(found, 1):
+        best = max((score for _, score, _ in found), default=0.0)
+        for rank, (item_id, score, similarity) in enumerate(found, 1):
             cand = self.pool.setdefault(f"{kind}:{item_id}", rc.Candidate(kind, item_id))
             cand.similarity = similarity
             if dense:
                 cand.dense_rank = rank
             else:
                 cand.lexical_rank = rank
+                cand.lexical = min(max(score / best, 0.0), 1.0) if best > 0 else 0.0
             ranked.append(cand.key)
         self.ranked.append(ranked)
 
@@ -162,11 +188,12 @@ def _read(shortlist: list[rc.Candidate], anti: list[rc.Candidate],
 
 
 def _hit(c: rc.Candidate, now: float, pad: Pad | None, weights: FourFactorWeights,
-         half_life: float) -> rc.Hit:
+         half_lives: _HalfLives) -> rc.Hit:
     record = c.record
     if record is None:
         raise GrimoireError(f"recall: candidate {c.key} was never read")  # a bug, not data
     if isinstance(record, SemanticEntry):
+        half_life = half_lives.entries[record.decay_class]
         created = record.created_at
         touched = last_touched(record.last_accessed, record.last_reinforced)
         importance = memory_importance(max(now - created, 0.0) / DAY_S, record.access_count,
@@ -177,8 +204,10 @@ def _hit(c: rc.Candidate, now: float, pad: Pad | None, weights: FourFactorWeight
         importance = record.importance if record.importance is not None else record.curiosity
         importance = min(max(importance, 0.0), 1.0)
         confidence = 1.0  # an episode is an observation, not a claim
+        half_life = half_lives.episodes
     score = score_candidate(
-        cosine=c.similarity, last_touched=touched, created_at=created, now=now,
+        cosine=c.similarity, dense=c.dense, lexical=c.lexical, last_touched=touched,
+        created_at=created, now=now,
         importance=importance, entry_pad=record.pad, current_pad=rc.current_pad(pad),
         provenance=record.provenance, temporal_half_life_s=half_life, weights=weights,
         dense_rank=c.dense_rank, lexical_rank=c.lexical_rank, fused_rrf=c.fused,
@@ -193,14 +222,19 @@ def _anti_candidates(dense: Sequence[ListHit], lexical: Sequence[ListHit],
                      relevance: float) -> dict[str, rc.Candidate]:
     """Warnings that bear on the query: similar enough, or matching its words."""
     pool: dict[str, rc.Candidate] = {}
+    best_sim = max((sim for _, sim, _ in dense), default=0.0)
     for rank, (entry_id, sim, _) in enumerate(dense, 1):
         if sim >= relevance:
-            pool[entry_id] = rc.Candidate("entry", entry_id, similarity=sim, dense_rank=rank)
-    for rank, (entry_id, _score, sim) in enumerate(lexical, 1):
+            pool[entry_id] = rc.Candidate("entry", entry_id, similarity=sim, dense_rank=rank,
+                                          dense=min(max(sim / best_sim, 0.0), 1.0)
+                                          if best_sim > 0 else 0.0)
+    best_text = max((score for _, score, _ in lexical), default=0.0)
+    for rank, (entry_id, score, sim) in enumerate(lexical, 1):
         cand = pool.get(entry_id)
         if cand is None:
             cand = pool[entry_id] = rc.Candidate("entry", entry_id, similarity=sim)
         cand.lexical_rank = rank
+        cand.lexical = min(max(score / best_text, 0.0), 1.0) if best_text > 0 else 0.0
     return pool
 
 

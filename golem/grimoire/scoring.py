@@ -1,4 +1,4 @@
-"""Retrieval scoring: the four-factor rank, provenance tiers, importance and hard refusal.
+"""Retrieval scoring: relevance first, the four factors, provenance tiers, importance, refusal.
 
 Pure (seed 000 "Four-factor retrieval", "Knowledge weighting hierarchy"; seed 003
 importance; seed 001 hard refusal): plain numbers in, plain numbers out. Times are
@@ -163,38 +163,66 @@ class FourFactorWeights:
                    section.weight_importance, section.weight_emotional)
 
 
-def four_factor(
-    semantic: float,
+# How far, at most, the non-relevance factors move a candidate: a quarter of the weight
+# left after semantic (0.15 with the seed's default weights).
+RERANK_SHARE = 0.25
+
+
+def relevance_of(dense: float, lexical: float) -> float:
+    """One relevance in [0, 1] from calibrated dense and lexical evidence (each in [0, 1],
+    0 when the candidate was not in that list): their mean, so a candidate that both the
+    vector and the full-text search rank near their best beats one that only one does."""
+    return (_unit(dense, "dense evidence") + _unit(lexical, "lexical evidence")) / 2.0
+
+
+def rerank_span(weights: FourFactorWeights) -> float:
+    """The largest fraction of its relevance a candidate can lose to the other factors."""
+    return RERANK_SHARE * (1.0 - weights.semantic)
+
+
+def relevance_first(
+    relevance: float,
     temporal: float,
     importance: float,
     emotional: float,
     weights: FourFactorWeights = FourFactorWeights(),
 ) -> float:
-    """The weighted sum of the four factors (each in [0, 1]); the result is in [0, 1]."""
-    total = (
-        _unit(semantic, "semantic") * weights.semantic
-        + _unit(temporal, "temporal") * weights.temporal
+    """relevance x (1 - span + span x modifier), in [0, 1].
+
+    ``modifier`` is the weighted mean of recency, importance and emotional congruence
+    (their seed weights, renormalised; 0.5 when those weights are all 0) and ``span`` is
+    rerank_span(weights). Relevance comes first: the other factors only reorder
+    candidates whose relevance is within ``span`` of each other, and a candidate less
+    relevant than another by more than that factor is never ranked above it. With
+    semantic weight 1 the order is relevance alone.
+    """
+    rel = _unit(relevance, "relevance")
+    rest = weights.temporal + weights.importance + weights.emotional
+    modifier = 0.5 if rest <= 0 else (
+        _unit(temporal, "temporal") * weights.temporal
         + _unit(importance, "importance") * weights.importance
-        + _unit(emotional, "emotional") * weights.emotional
-    )
-    return min(max(total, 0.0), 1.0)
+        + _unit(emotional, "emotional") * weights.emotional) / rest
+    span = rerank_span(weights)
+    return min(max(rel * (1.0 - span + span * modifier), 0.0), 1.0)
 
 
 @dataclass(frozen=True)
 class ScoreBreakdown:
     """Why a candidate was recalled: each factor, the weighted base, provenance and final."""
 
-    semantic: float
+    semantic: float  # the dense evidence: the query cosine, clipped to [0, 1]
     temporal: float
     importance: float
     emotional: float
-    base: float
+    base: float  # relevance_first(relevance, temporal, importance, emotional)
     provenance_weight: float
     final: float
     confidence: float = 1.0  # the record's own confidence (1.0 for observed episodes)
     dense_rank: int | None = None  # 1-based rank in the vector list, if it was there
     lexical_rank: int | None = None  # 1-based rank in the full-text list, if it was there
     fused_rrf: float | None = None
+    relevance: float = 0.0  # relevance_of(dense, lexical): what the order is built on
+    lexical: float = 0.0  # the calibrated full-text evidence (0: not in that list)
 
     def as_dict(self) -> dict[str, float | int | None]:
         return asdict(self)
@@ -203,6 +231,8 @@ class ScoreBreakdown:
 def score_candidate(
     *,
     cosine: float,
+    dense: float,
+    lexical: float,
     last_touched: float | None,
     created_at: float,
     now: float,
@@ -217,22 +247,28 @@ def score_candidate(
     fused_rrf: float | None = None,
     confidence: float = 1.0,
 ) -> ScoreBreakdown:
-    """Score one candidate: final = four_factor(...) x provenance_weight x confidence.
+    """Score one candidate: final = relevance_first(...) x provenance_weight x confidence.
 
-    Confidence scales the rank so a decayed or doubtful claim yields to a trusted one
-    of equal relevance; episodes (observations, not claims) pass 1.0.
+    ``dense`` and ``lexical`` are the candidate's calibrated evidence from the vector and
+    full-text lists (the caller calibrates per list and query); ``cosine`` is the raw
+    query similarity, kept in the breakdown. ``temporal_half_life_s`` is the recency
+    half-life of the candidate's kind (per decay class for entries). Confidence scales
+    the rank so a decayed or doubtful claim yields to a trusted one of equal relevance;
+    episodes (observations, not claims) pass 1.0.
     """
     semantic = semantic_factor(cosine)
+    relevance = relevance_of(dense, lexical)
     temporal = temporal_factor(last_touched, created_at, now, temporal_half_life_s)
     imp = _unit(importance, "importance")
     emotional = emotional_congruence(entry_pad, current_pad)
-    base = four_factor(semantic, temporal, imp, emotional, weights)
+    base = relevance_first(relevance, temporal, imp, emotional, weights)
     weight = provenance_weight(provenance)
     conf = _unit(confidence, "confidence")
     return ScoreBreakdown(
         semantic=semantic, temporal=temporal, importance=imp, emotional=emotional,
         base=base, provenance_weight=weight, final=base * weight * conf, confidence=conf,
         dense_rank=dense_rank, lexical_rank=lexical_rank, fused_rrf=fused_rrf,
+        relevance=relevance, lexical=_unit(lexical, "lexical evidence"),
     )
 
 

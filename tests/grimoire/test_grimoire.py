@@ -106,6 +106,49 @@ def test_remember_then_recall_with_breakdown_and_provenance(tmp_path: Path, mode
     with_grimoire(cfg, embedder, body)
 
 
+def test_a_recent_important_irrelevant_entry_never_outranks_an_old_relevant_one(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir)
+
+    async def body(g: Grimoire) -> None:
+        old = await g.remember("The WETH/USDC pool's oracle went stale during the crash and "
+                               "liquidations cascaded", timestamp=NOW - 300 * 86400,
+                               importance=0.2, decay_class="tactical")
+        recent = [await g.remember(text, timestamp=NOW - 60, importance=1.0)
+                  for text in ("Gas is cheapest on weekend mornings UTC",
+                               "The owner prefers reports in the evening",
+                               "Our wallet holds some USDC for fees")]
+        result = await g.recall("what happened to the oracle in the crash?", k=4)
+        assert not result.refused
+        ranked = [h.id for h in result.hits]
+        assert ranked[0] == old.id, [(h.text, h.score.as_dict()) for h in result.hits]
+        top = result.hits[0].score
+        assert top.relevance > max(h.score.relevance for h in result.hits[1:])
+        assert {r.id for r in recent} & set(ranked[1:])
+        # and with the default weights the recent ones are the fresher, more important ones
+        assert top.temporal < min(h.score.temporal for h in result.hits[1:])
+
+    with_grimoire(cfg, embedder, body)
+
+
+def test_an_exact_identifier_outranks_a_semantically_close_neighbour(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir)
+    pool = "0x8ad599c3a0ff1de082011efddc58f1908eb6e6d8"
+
+    async def body(g: Grimoire) -> None:
+        exact = await g.remember(f"Pool {pool} drained its liquidity overnight",
+                                 timestamp=NOW - 86400, importance=0.5)
+        await g.remember("Pool 0x88e6a0c2ddd26feeb64f039a2c41296fcb3f5640 drained its "
+                         "liquidity overnight", timestamp=NOW - 60, importance=0.5)
+        result = await g.recall(f"what happened to {pool}?", k=2)
+        assert not result.refused
+        assert result.hits[0].id == exact.id
+        assert result.hits[0].score.lexical == 1.0 and result.hits[1].score.lexical < 1.0
+
+    with_grimoire(cfg, embedder, body)
+
+
 def test_same_event_twice_is_stored_once(tmp_path: Path, model_dir: Path,
                                          embedder: Embedder) -> None:
     cfg = write_config(tmp_path, model_dir)

@@ -18,12 +18,14 @@ from golem.grimoire.scoring import (
     FourFactorWeights,
     ScoreBreakdown,
     emotional_congruence,
-    four_factor,
     inherited_confidence,
     last_touched,
     memory_importance,
     provenance_weight,
     refusal,
+    relevance_first,
+    relevance_of,
+    rerank_span,
     score_candidate,
     semantic_factor,
     temporal_factor,
@@ -189,44 +191,76 @@ def test_weights_default_to_the_seed_and_must_sum_to_one() -> None:
         FourFactorWeights(0.9, -0.2, 0.3, 0.0)
 
 
-def test_four_factor_hand_value() -> None:
-    # 0.9*0.40 + 0.5*0.20 + 0.6*0.25 + 1.0*0.15 = 0.36 + 0.10 + 0.15 + 0.15 = 0.76
-    assert four_factor(0.9, 0.5, 0.6, 1.0) == pytest.approx(0.76)
-    assert four_factor(1, 1, 1, 1) == pytest.approx(1.0)
-    assert four_factor(0, 0, 0, 0) == 0.0
-    assert four_factor(1, 0, 0, 0, FourFactorWeights(1.0, 0.0, 0.0, 0.0)) == 1.0
+def test_relevance_first_hand_value() -> None:
+    # modifier = (0.5*0.20 + 0.6*0.25 + 1.0*0.15) / 0.60 = 0.40 / 0.60; span = 0.25 * 0.60
+    span = 0.15
+    modifier = 0.40 / 0.60
+    assert rerank_span(FourFactorWeights()) == pytest.approx(span)
+    assert relevance_first(0.9, 0.5, 0.6, 1.0) == pytest.approx(0.9 * (1 - span + span * modifier))
+    assert relevance_first(1, 1, 1, 1) == pytest.approx(1.0)
+    assert relevance_first(0, 1, 1, 1) == 0.0
+    # semantic weight 1: the order is relevance alone
+    only = FourFactorWeights(1.0, 0.0, 0.0, 0.0)
+    assert relevance_first(0.7, 0.0, 0.0, 0.0, only) == pytest.approx(0.7)
+    assert relevance_first(0.7, 1.0, 1.0, 1.0, only) == pytest.approx(0.7)
     with pytest.raises(ValueError, match="importance"):
-        four_factor(0.5, 0.5, 1.5, 0.5)
+        relevance_first(0.5, 0.5, 1.5, 0.5)
+
+
+def test_relevance_is_the_mean_of_both_lists_evidence() -> None:
+    assert relevance_of(1.0, 1.0) == 1.0
+    assert relevance_of(1.0, 0.0) == 0.5  # only one list found it
+    assert relevance_of(0.6, 0.8) == pytest.approx(0.7)
+    with pytest.raises(InvalidMemory, match="lexical"):
+        relevance_of(0.5, 1.2)
 
 
 @given(unit, unit, unit, unit, st.integers(0, 3), unit)
-def test_four_factor_bounded_and_monotone(
-    s: float, t: float, i: float, e: float, which: int, bump: float
+def test_relevance_first_bounded_and_monotone(
+    r: float, t: float, i: float, e: float, which: int, bump: float
 ) -> None:
-    factors = [s, t, i, e]
-    value = four_factor(*factors)
+    factors = [r, t, i, e]
+    value = relevance_first(*factors)
     assert 0.0 <= value <= 1.0
     factors[which] = max(factors[which], bump)
-    assert four_factor(*factors) >= value - 1e-12
+    assert relevance_first(*factors) >= value - 1e-12
+
+
+@given(unit, unit, unit, unit, unit, unit, unit, unit, st.sampled_from([
+    FourFactorWeights(), FourFactorWeights(0.0, 0.5, 0.25, 0.25),
+    FourFactorWeights(0.25, 0.25, 0.25, 0.25)]))
+def test_the_other_factors_never_lift_a_clearly_less_relevant_candidate(
+    r1: float, r2: float, t1: float, t2: float, i1: float, i2: float, e1: float, e2: float,
+    weights: FourFactorWeights,
+) -> None:
+    """Whatever recency, importance and affect say, a candidate whose relevance is below
+    (1 - span) of another's ranks below it."""
+    span = rerank_span(weights)
+    if r2 >= r1 * (1 - span) - 1e-9:
+        return
+    assert relevance_first(r1, t1, i1, e1, weights) >= relevance_first(r2, t2, i2, e2, weights)
 
 
 def test_score_candidate_composes_every_factor() -> None:
     now = 50 * DAY
     breakdown = score_candidate(
-        cosine=0.8, last_touched=now - 7 * DAY, created_at=0.0, now=now, importance=0.6,
-        entry_pad=Pad(1, 0, 0), current_pad=Pad(0, 1, 0),
+        cosine=0.8, dense=1.0, lexical=0.6, last_touched=now - 7 * DAY, created_at=0.0,
+        now=now, importance=0.6, entry_pad=Pad(1, 0, 0), current_pad=Pad(0, 1, 0),
         provenance=Provenance(source=Source.CLADE, generation=1),
-        temporal_half_life_s=7 * DAY, dense_rank=2, lexical_rank=None, fused_rrf=0.016,
+        temporal_half_life_s=7 * DAY, dense_rank=2, lexical_rank=5, fused_rrf=0.016,
     )
-    # 0.8*0.40 + 0.5*0.20 + 0.6*0.25 + 0.5*0.15 = 0.32 + 0.10 + 0.15 + 0.075 = 0.645
-    assert breakdown.base == pytest.approx(0.645)
+    # relevance (1.0 + 0.6) / 2 = 0.8; modifier (0.5*0.20 + 0.6*0.25 + 0.5*0.15) / 0.60
+    # = 0.325 / 0.60; base = 0.8 * (0.85 + 0.15 * 0.325 / 0.60) = 0.745
+    assert breakdown.relevance == pytest.approx(0.8)
+    assert breakdown.base == pytest.approx(0.745)
     assert breakdown.provenance_weight == pytest.approx(0.4 * 0.85)
-    assert breakdown.final == pytest.approx(0.645 * 0.34)
+    assert breakdown.final == pytest.approx(0.745 * 0.34)
     assert breakdown.as_dict() == {
         "semantic": 0.8, "temporal": pytest.approx(0.5), "importance": 0.6,
-        "emotional": pytest.approx(0.5), "base": pytest.approx(0.645),
-        "provenance_weight": pytest.approx(0.34), "final": pytest.approx(0.2193),
-        "dense_rank": 2, "lexical_rank": None, "fused_rrf": 0.016, "confidence": 1.0,
+        "emotional": pytest.approx(0.5), "base": pytest.approx(0.745),
+        "provenance_weight": pytest.approx(0.34), "final": pytest.approx(0.2533),
+        "dense_rank": 2, "lexical_rank": 5, "fused_rrf": 0.016, "confidence": 1.0,
+        "relevance": pytest.approx(0.8), "lexical": 0.6,
     }
     with pytest.raises(AttributeError):
         breakdown.final = 1.0  # type: ignore[misc]
@@ -239,7 +273,8 @@ def test_score_candidate_final_is_base_times_weight(
     bloodstain: bool,
 ) -> None:
     prov = Provenance(source=source, generation=generation, bloodstain=bloodstain)
-    result = score_candidate(cosine=cosine, last_touched=None, created_at=0.0, now=DAY,
+    result = score_candidate(cosine=cosine, dense=max(cosine, 0.0), lexical=importance,
+                             last_touched=None, created_at=0.0, now=DAY,
                              importance=importance, entry_pad=a, current_pad=b,
                              provenance=prov, temporal_half_life_s=DAY)
     assert isinstance(result, ScoreBreakdown)
@@ -307,7 +342,8 @@ def test_refusal_exactly_below_threshold(best: float, threshold: float) -> None:
 
 
 def test_confidence_scales_the_final_score_only() -> None:
-    common = dict(cosine=0.8, last_touched=None, created_at=0.0, now=0.0, importance=0.5,
+    common = dict(cosine=0.8, dense=1.0, lexical=0.0, last_touched=None, created_at=0.0,
+                  now=0.0, importance=0.5,
                   entry_pad=Pad(), current_pad=Pad(), provenance=Provenance(),
                   temporal_half_life_s=DAY)
     sure = score_candidate(**common, confidence=1.0)  # type: ignore[arg-type]
