@@ -7,7 +7,10 @@ conversation gets its own data dir; every question is one ``Grimoire.recall(ques
 k=max(K))`` at a golem clock one hour after the conversation's last turn; recall@k =
 |gold evidence turns in the top k| / |evidence|, averaged per category (1 multi-hop,
 2 temporal, 3 open-domain) and over all scored questions. A refused recall returns
-nothing, so it scores 0; the refused share is reported. Some evidence ids name turns
+nothing, so it scores 0. Refusal is measured on both sides: the refused share of the
+chat's own (answerable) questions, and of the next chat's questions asked of this
+chat's memory (other people's conversations: unanswerable here), as run and at other
+thresholds of the best similarity. Some evidence ids name turns
 the released files do not contain (gaps in the numbering): evidence is restricted to
 turns that exist, and a question left with none is not scored.
 
@@ -131,9 +134,23 @@ def recall_at(ranked: list[str], gold: frozenset[str], k: int) -> float:
     return len(gold & set(ranked[:k])) / len(gold)
 
 
+@dataclass
+class GrimoireRun:
+    """One chat through the Grimoire: rankings, refusals and best similarities."""
+
+    rankings: list[list[str]]
+    refused: int
+    ingest_s: float
+    best_own: list[float]  # best similarity per own (answerable) question
+    foreign_refused: int  # of the foreign (unanswerable here) questions
+    best_foreign: list[float]
+
+
 async def grimoire_rankings(chat: Chat, embedder: Embedder, weights: dict[str, float] | None,
-                            k: int, workdir: Path) -> tuple[list[list[str]], int, float]:
-    """The Grimoire's ranked dia ids per question, the refused count and the ingest time."""
+                            k: int, workdir: Path, *, foreign: tuple[Question, ...] = (),
+                            ) -> GrimoireRun:
+    """The Grimoire's ranked dia ids per question, then the ``foreign`` questions (another
+    chat's: nothing here answers them) asked of the same memory, for refusal."""
     weight_lines = "".join(f"weight_{name} = {value}\n" for name, value in (weights or {}).items())
     config = parse_config(
         f'[golem]\nname = "bench"\ndata_dir = "{workdir}"\n'
@@ -147,15 +164,20 @@ async def grimoire_rankings(chat: Chat, embedder: Embedder, weights: dict[str, f
             await grimoire.remember(turn.text, timestamp=turn.at, entry_id=entry_id(turn.dia_id))
         ingest_s = time.perf_counter() - started
         by_entry = {entry_id(t.dia_id): t.dia_id for t in chat.turns}
-        rankings, refused = [], 0
+        run = GrimoireRun([], 0, ingest_s, [], 0, [])
         for q in chat.questions:
             result = await grimoire.recall(q.text, k=k)
+            run.best_own.append(result.best_similarity or 0.0)
             if result.refused:
-                refused += 1
-                rankings.append([])
+                run.refused += 1
+                run.rankings.append([])
             else:
-                rankings.append([by_entry[h.id] for h in result.hits if h.id in by_entry])
-        return rankings, refused, ingest_s
+                run.rankings.append([by_entry[h.id] for h in result.hits if h.id in by_entry])
+        for q in foreign:
+            result = await grimoire.recall(q.text, k=k)
+            run.best_foreign.append(result.best_similarity or 0.0)
+            run.foreign_refused += int(result.refused)
+        return run
     finally:
         await grimoire.close()
 
@@ -202,6 +224,28 @@ def summarise(chats: list[Chat], rankings: list[list[list[str]]], ks: list[int],
             for cat, by_k in sorted(per_cat.items())}
 
 
+def refusal_report(runs: list[GrimoireRun]) -> dict[str, Any]:
+    """Refused shares on answerable questions (the chat's own) and unanswerable ones (the
+    next chat's questions asked of this chat's memory), as run and at other thresholds of
+    the best similarity (what refusal compares)."""
+    own = [b for r in runs for b in r.best_own]
+    foreign = [b for r in runs for b in r.best_foreign]
+    sweep = {f"{t:.2f}": {"answerable_refused": round(float(np.mean([b < t for b in own])), 4),
+                          "unanswerable_refused": round(float(np.mean([b < t for b in foreign])),
+                                                        4) if foreign else None}
+             for t in np.arange(0.20, 0.61, 0.05)}
+    return {
+        "answerable_refused_share": round(sum(r.refused for r in runs) / max(len(own), 1), 4),
+        "unanswerable_refused_share": round(sum(r.foreign_refused for r in runs)
+                                            / max(len(foreign), 1), 4) if foreign else None,
+        "answerable_questions": len(own), "unanswerable_questions": len(foreign),
+        "best_similarity_median": {"answerable": round(float(np.median(own)), 4),
+                                   "unanswerable": round(float(np.median(foreign)), 4)
+                                   if foreign else None},
+        "by_threshold": sweep,
+    }
+
+
 def chat_paths(data: Path, spec: str) -> list[Path]:
     lo, _, hi = spec.partition("-")
     wanted = set(range(int(lo), int(hi or lo) + 1))
@@ -235,30 +279,30 @@ async def main() -> None:
     chats = [load_chat(p) for p in chat_paths(args.data, args.chats)]
     embedder = Embedder.load(MODEL_DIR, 1)
     grim, bm25, dense = [], [], []
-    refused = questions = 0
-    ingest_s = 0.0
+    runs: list[GrimoireRun] = []
     recall_started = time.perf_counter()
-    for chat in chats:
+    for i, chat in enumerate(chats):
         print(f"{chat.name}: {len(chat.turns)} turns, {len(chat.questions)} questions",
               file=sys.stderr, flush=True)
+        foreign = chats[(i + 1) % len(chats)].questions if len(chats) > 1 else ()
         with tempfile.TemporaryDirectory(prefix="golem-recall-quality-") as tmp:
-            ranked, chat_refused, chat_ingest = await grimoire_rankings(
-                chat, embedder, weights, max(ks), Path(tmp))
-        grim.append(ranked)
-        refused += chat_refused
-        questions += len(chat.questions)
-        ingest_s += chat_ingest
+            run = await grimoire_rankings(chat, embedder, weights, max(ks), Path(tmp),
+                                          foreign=foreign)
+        runs.append(run)
+        grim.append(run.rankings)
         bm25.append(bm25_rankings(chat, max(ks)))
         dense.append(dense_rankings(chat, embedder, max(ks)))
     report = {
         "benchmark": "recall_quality",
         "data": str(args.data), "chats": [c.name for c in chats],
-        "turns": sum(len(c.turns) for c in chats), "questions": questions,
+        "turns": sum(len(c.turns) for c in chats),
+        "questions": sum(len(c.questions) for c in chats),
         "weights": weights or "config defaults",
-        "grimoire": summarise(chats, grim, ks) | {"refused_share": round(refused / questions, 4)},
+        "grimoire": summarise(chats, grim, ks),
+        "refusal": refusal_report(runs),
         "bm25": summarise(chats, bm25, ks),
         "dense": summarise(chats, dense, ks),
-        "grimoire_ingest_s": round(ingest_s, 1),
+        "grimoire_ingest_s": round(sum(r.ingest_s for r in runs), 1),
         "wall_s": round(time.perf_counter() - recall_started, 1),
     }
     best = max(report["bm25"]["all"]["recall@10"], report["dense"]["all"]["recall@10"])

@@ -41,6 +41,7 @@ from golem.grimoire.errors import InvalidMemory, NamespaceRefused
 from golem.grimoire.knowledge import KnowledgeMaintenance
 from golem.grimoire.memory_file import MEMORY_FILE, read_text
 from golem.grimoire.playbook import Playbook
+from golem.grimoire.query_words import content_words, time_window
 from golem.grimoire.recall_engine import RecallStores, run_recall, start_episode_text
 from golem.grimoire.records import (
     ENTRY_TYPE_FOR_MEMORY,
@@ -56,6 +57,7 @@ from golem.grimoire.records import (
     SemanticEntry,
     Status,
 )
+from golem.grimoire.scoring import REFUSAL_PHRASE
 from golem.grimoire.scratch import ScratchLog, ScratchNote
 from golem.grimoire.semantic import SemanticStore
 from golem.grimoire.store_files import SEMANTIC_FILE
@@ -307,6 +309,15 @@ class Grimoire(KnowledgeMaintenance):
             raise InvalidMemory(f"k: must be between 1 and 1000, got {k}")
         clean = self._clean_text(query)
         namespaces = self._read_namespaces(namespace)
+        if not content_words(clean):
+            return rc.Refusal(query=clean, namespaces=namespaces, best_similarity=None,
+                              threshold=self.cfg.refusal_threshold,
+                              reason=f"the query has no content words. {REFUSAL_PHRASE}")
+        now = self._now()
+        window = time_window(clean, now)
+        if window is not None:
+            log.debug("recall query names a time window", phrase=window.phrase,
+                      since=window.since, until=window.until)
         chosen = filters or rc.RecallFilters()
         # The episode full-text search needs no vector: run it while the query embeds.
         episode_text = (start_episode_text(self._recall_stores, clean, max(self.cfg.candidates, k),
@@ -314,8 +325,8 @@ class Grimoire(KnowledgeMaintenance):
                         if "episode" in chosen.kinds else None)
         vector = await self.embedder.aembed_query(clean)  # Theta repeats its queries
         request = rc.RecallRequest(query=clean, vector=vector, k=k, namespaces=namespaces,
-                                   filters=chosen, pad=pad, now=self._now(),
-                                   episode_text=episode_text)
+                                   filters=chosen, pad=pad, now=now,
+                                   episode_text=episode_text, window=window)
         return await self._store(run_recall, self._recall_stores, request)
 
     async def get(self, id: str, namespace: str | None = None) -> SemanticEntry | Episode | None:

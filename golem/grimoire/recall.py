@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from golem.grimoire.query_words import TimeWindow
 from golem.grimoire.records import (
     EntryType,
     Episode,
@@ -119,6 +120,8 @@ class RecallRequest:
     now: float
     # The episode full-text search, started before the query was embedded.
     episode_text: Future[list[Found]] | None = None
+    # The calendar window the query names ("yesterday", "in May 2023"), if any.
+    window: TimeWindow | None = None
 
 
 @dataclass

@@ -26,6 +26,7 @@ from golem.grimoire.decay import half_lives_from_config
 from golem.grimoire.episodes_schema import Found
 from golem.grimoire.errors import GrimoireError
 from golem.grimoire.fusion import rrf
+from golem.grimoire.query_words import TimeWindow
 from golem.grimoire.records import DecayClass, EntryType, Pad, SemanticEntry, Status
 from golem.grimoire.scoring import (
     FourFactorWeights,
@@ -110,7 +111,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     anti = sorted((_hit(c, now, pad, weights, half_lives) for c in anti_found),
                   key=lambda h: (-h.score.final, h.id))
 
-    scored = [_hit(c, now, pad, weights, half_lives) for c in shortlist]
+    scored = [_hit(c, now, pad, weights, half_lives, window=req.window) for c in shortlist]
     scored.sort(key=lambda h: (-h.score.final, h.id))
     best = max((c.similarity for c in pool.values()), default=None)
     reason = refusal(best, cfg.refusal_threshold)
@@ -188,7 +189,7 @@ def _read(shortlist: list[rc.Candidate], anti: list[rc.Candidate],
 
 
 def _hit(c: rc.Candidate, now: float, pad: Pad | None, weights: FourFactorWeights,
-         half_lives: _HalfLives) -> rc.Hit:
+         half_lives: _HalfLives, *, window: TimeWindow | None = None) -> rc.Hit:
     record = c.record
     if record is None:
         raise GrimoireError(f"recall: candidate {c.key} was never read")  # a bug, not data
@@ -205,8 +206,10 @@ def _hit(c: rc.Candidate, now: float, pad: Pad | None, weights: FourFactorWeight
         importance = min(max(importance, 0.0), 1.0)
         confidence = 1.0  # an episode is an observation, not a claim
         half_life = half_lives.episodes
+    when = record.created_at if isinstance(record, SemanticEntry) else record.observed_at
     score = score_candidate(
         cosine=c.similarity, dense=c.dense, lexical=c.lexical, last_touched=touched,
+        in_window=None if window is None else window.contains(when),
         created_at=created, now=now,
         importance=importance, entry_pad=record.pad, current_pad=rc.current_pad(pad),
         provenance=record.provenance, temporal_half_life_s=half_life, weights=weights,

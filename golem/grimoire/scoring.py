@@ -166,6 +166,9 @@ class FourFactorWeights:
 # How far, at most, the non-relevance factors move a candidate: a quarter of the weight
 # left after semantic (0.15 with the seed's default weights).
 RERANK_SHARE = 0.25
+# The share of its relevance a candidate keeps when the query names a time window
+# ("yesterday", "in May 2023") and the candidate lies outside it.
+OUT_OF_WINDOW = 0.5
 
 
 def relevance_of(dense: float, lexical: float) -> float:
@@ -221,8 +224,9 @@ class ScoreBreakdown:
     dense_rank: int | None = None  # 1-based rank in the vector list, if it was there
     lexical_rank: int | None = None  # 1-based rank in the full-text list, if it was there
     fused_rrf: float | None = None
-    relevance: float = 0.0  # relevance_of(dense, lexical): what the order is built on
+    relevance: float = 0.0  # relevance_of(dense, lexical) x time_window: the order's basis
     lexical: float = 0.0  # the calibrated full-text evidence (0: not in that list)
+    time_window: float = 1.0  # 1, or OUT_OF_WINDOW when the query names a window it misses
 
     def as_dict(self) -> dict[str, float | int | None]:
         return asdict(self)
@@ -246,6 +250,7 @@ def score_candidate(
     lexical_rank: int | None = None,
     fused_rrf: float | None = None,
     confidence: float = 1.0,
+    in_window: bool | None = None,
 ) -> ScoreBreakdown:
     """Score one candidate: final = relevance_first(...) x provenance_weight x confidence.
 
@@ -254,10 +259,13 @@ def score_candidate(
     query similarity, kept in the breakdown. ``temporal_half_life_s`` is the recency
     half-life of the candidate's kind (per decay class for entries). Confidence scales
     the rank so a decayed or doubtful claim yields to a trusted one of equal relevance;
-    episodes (observations, not claims) pass 1.0.
+    episodes (observations, not claims) pass 1.0. ``in_window``: whether the candidate
+    falls in the time window the query names (None: it names none); one outside keeps
+    OUT_OF_WINDOW of its relevance, since the query's own words said when.
     """
     semantic = semantic_factor(cosine)
-    relevance = relevance_of(dense, lexical)
+    window = OUT_OF_WINDOW if in_window is False else 1.0
+    relevance = relevance_of(dense, lexical) * window
     temporal = temporal_factor(last_touched, created_at, now, temporal_half_life_s)
     imp = _unit(importance, "importance")
     emotional = emotional_congruence(entry_pad, current_pad)
@@ -268,7 +276,7 @@ def score_candidate(
         semantic=semantic, temporal=temporal, importance=imp, emotional=emotional,
         base=base, provenance_weight=weight, final=base * weight * conf, confidence=conf,
         dense_rank=dense_rank, lexical_rank=lexical_rank, fused_rrf=fused_rrf,
-        relevance=relevance, lexical=_unit(lexical, "lexical evidence"),
+        relevance=relevance, lexical=_unit(lexical, "lexical evidence"), time_window=window,
     )
 
 

@@ -149,6 +149,44 @@ def test_an_exact_identifier_outranks_a_semantically_close_neighbour(
     with_grimoire(cfg, embedder, body)
 
 
+def test_a_time_expression_prefers_what_lies_in_its_window(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir)
+
+    async def body(g: Grimoire) -> None:
+        # NOW is 2026-01-01T00:00Z: "yesterday" is 2025-12-31
+        older = await g.remember("The ETH oracle was updated after a 3% move",
+                                 timestamp=NOW - 20 * 86400, importance=0.5)
+        yesterday = await g.remember("The ETH oracle was updated after a 4% move",
+                                     timestamp=NOW - 12 * 3600, importance=0.5)
+        plain = await g.recall("when was the ETH oracle updated?", k=2)
+        assert {h.id for h in plain.hits} == {older.id, yesterday.id}
+        assert all(h.score.time_window == 1.0 for h in plain.hits)
+        dated = await g.recall("was the ETH oracle updated yesterday?", k=2)
+        assert [h.id for h in dated.hits] == [yesterday.id, older.id]
+        assert [h.score.time_window for h in dated.hits] == [1.0, 0.5]
+        # a month ago: the older one lies in "last month" (December 2025), not yesterday's
+        # entry (also December): both in; "in November" holds neither
+        november = await g.recall("ETH oracle updates in November", k=2)
+        assert all(h.score.time_window == 0.5 for h in november.hits)
+
+    with_grimoire(cfg, embedder, body)
+
+
+def test_a_query_of_only_function_words_or_punctuation_is_refused(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir)
+
+    async def body(g: Grimoire) -> None:
+        await g.remember("What is it that we do here? We trade WETH", importance=0.5)
+        for query in ("what is it that we do?", "?!...", "and the of"):
+            result = await g.recall(query, k=3)
+            assert result.refused and "no content words" in result.reason, query
+        assert not (await g.recall("do we trade WETH?", k=3)).refused
+
+    with_grimoire(cfg, embedder, body)
+
+
 def test_same_event_twice_is_stored_once(tmp_path: Path, model_dir: Path,
                                          embedder: Embedder) -> None:
     cfg = write_config(tmp_path, model_dir)

@@ -260,10 +260,16 @@ def test_score_candidate_composes_every_factor() -> None:
         "emotional": pytest.approx(0.5), "base": pytest.approx(0.745),
         "provenance_weight": pytest.approx(0.34), "final": pytest.approx(0.2533),
         "dense_rank": 2, "lexical_rank": 5, "fused_rrf": 0.016, "confidence": 1.0,
-        "relevance": pytest.approx(0.8), "lexical": 0.6,
+        "relevance": pytest.approx(0.8), "lexical": 0.6, "time_window": 1.0,
     }
     with pytest.raises(AttributeError):
         breakdown.final = 1.0  # type: ignore[misc]
+    outside = score_candidate(
+        cosine=0.8, dense=1.0, lexical=0.6, last_touched=now - 7 * DAY, created_at=0.0,
+        now=now, importance=0.6, entry_pad=Pad(1, 0, 0), current_pad=Pad(0, 1, 0),
+        provenance=Provenance(source=Source.CLADE, generation=1),
+        temporal_half_life_s=7 * DAY, in_window=False)
+    assert outside.time_window == 0.5 and outside.relevance == pytest.approx(0.4)
 
 
 @given(st.floats(-1, 1), unit, pads, pads, st.sampled_from(list(Source)), generations,
