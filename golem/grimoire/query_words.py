@@ -1,4 +1,4 @@
-"""What a recall query says: its content words, and the time window it names (pure).
+"""What a recall query says: its content words, whether it asks why, its time window (pure).
 
 `content_words` drops English function words and punctuation; a query with none
 left asks nothing memory can answer, and recall refuses it. `time_window` reads
@@ -58,6 +58,15 @@ def content_words(query: str) -> list[str]:
     text = query.lower().replace("\u2019", "'")  # typographic apostrophes
     return [w for w in _WORD.findall(text)
             if w not in STOPWORDS and w.split("'")[0] not in STOPWORDS]
+
+
+_WHY = re.compile(r"\b(why|what led to|what caused|cause of|caused by|because of|reason for|"
+                  r"how come)\b")
+
+
+def asks_why(query: str) -> bool:
+    """Whether the query asks for a cause ("why", "what led to", "what caused", ...)."""
+    return _WHY.search(query.lower()) is not None
 
 
 def time_window(query: str, now: float) -> TimeWindow | None:

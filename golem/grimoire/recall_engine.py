@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from golem.grimoire import recall as rc
@@ -26,9 +26,10 @@ from golem.grimoire.decay import half_lives_from_config
 from golem.grimoire.episodes_schema import Found
 from golem.grimoire.errors import GrimoireError
 from golem.grimoire.fusion import rrf
-from golem.grimoire.query_words import TimeWindow
+from golem.grimoire.query_words import TimeWindow, asks_why
 from golem.grimoire.records import DecayClass, EntryType, Pad, SemanticEntry, Status
 from golem.grimoire.scoring import (
+    HOP_DISCOUNT,
     FourFactorWeights,
     last_touched,
     memory_importance,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 DAY_S = 86400.0
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="golem-recall")
 ANTI_K = 20  # anti-knowledge candidates per list
+HOP_SOURCES = 3  # top entry hits whose direct causes a why-question follows
 ANTI_FILTERS: Filters = ((Status.ACTIVE,), (EntryType.ANTI_KNOWLEDGE,), None, None)
 
 
@@ -113,6 +115,9 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
 
     scored = [_hit(c, now, pad, weights, half_lives, window=req.window) for c in shortlist]
     scored.sort(key=lambda h: (-h.score.final, h.id))
+    if asks_why(query):
+        scored = _with_causes(g, scored, k=k, ns=ns, now=now, pad=pad, weights=weights,
+                              half_lives=half_lives)
     best = max((c.similarity for c in pool.values()), default=None)
     reason = refusal(best, cfg.refusal_threshold)
     _record_access(g, [*scored[:k], *anti], now, refused=reason is not None)
@@ -239,6 +244,44 @@ def _anti_candidates(dense: Sequence[ListHit], lexical: Sequence[ListHit],
         cand.lexical_rank = rank
         cand.lexical = min(max(score / best_text, 0.0), 1.0) if best_text > 0 else 0.0
     return pool
+
+
+def _with_causes(g: RecallStores, scored: list[rc.Hit], *, k: int, ns: list[str],
+                 now: float, pad: Pad | None, weights: FourFactorWeights,
+                 half_lives: _HalfLives) -> list[rc.Hit]:
+    """A why-question: the direct causes (one causal link back) of the top entry hits are
+    what it asks for, so each ranks right after its effect, marked ``hop_from``, with the
+    better of its own relevance and HOP_DISCOUNT of the effect's. Bounded: at most
+    HOP_SOURCES effects, one hop; a cause already ranked above its effect stays there."""
+    position = {h.id: i for i, h in enumerate(scored)}
+    causes: dict[str, rc.Hit] = {}
+    for hit in [h for h in scored[:k] if h.kind == "entry"][:HOP_SOURCES]:
+        for cause_id, _depth, _path in g.semantic.causal_neighbors(hit.id, 1, ns, "in"):
+            if cause_id not in causes and position.get(cause_id, len(scored)) > position[hit.id]:
+                causes[cause_id] = hit
+    if not causes:
+        return scored
+    after: dict[str, list[rc.Hit]] = {}
+    for entry in g.semantic.get(list(causes)):
+        effect = causes[entry.id]
+        ranked_hit = scored[position[entry.id]] if entry.id in position else None
+        own = ranked_hit.score.relevance if ranked_hit else 0.0
+        evidence = max(effect.score.relevance * HOP_DISCOUNT, own)
+        # its own cosine when a list found it, else its effect's, discounted like relevance
+        similarity = ranked_hit.similarity if ranked_hit else effect.similarity * HOP_DISCOUNT
+        cand = rc.Candidate("entry", entry.id, record=entry, similarity=similarity,
+                            dense=evidence, lexical=evidence)
+        hit = _hit(cand, now, pad, weights, half_lives)
+        after.setdefault(effect.id, []).append(
+            replace(hit, score=replace(hit.score, hop_from=effect.id)))
+    moved = {h.id for hits in after.values() for h in hits}
+    ranked: list[rc.Hit] = []
+    for hit in scored:
+        if hit.id in moved:
+            continue
+        ranked.append(hit)
+        ranked.extend(sorted(after.get(hit.id, ()), key=lambda h: (-h.score.final, h.id)))
+    return ranked
 
 
 def _record_access(g: RecallStores, hits: Sequence[rc.Hit], now: float, refused: bool) -> None:

@@ -166,6 +166,9 @@ class FourFactorWeights:
 # How far, at most, the non-relevance factors move a candidate: a quarter of the weight
 # left after semantic (0.15 with the seed's default weights).
 RERANK_SHARE = 0.25
+# A cause reached through one causal link from a hit ranks with this share of that hit's
+# relevance (and its own recency, importance and trust).
+HOP_DISCOUNT = 0.8
 # The share of its relevance a candidate keeps when the query names a time window
 # ("yesterday", "in May 2023") and the candidate lies outside it.
 OUT_OF_WINDOW = 0.5
@@ -227,8 +230,9 @@ class ScoreBreakdown:
     relevance: float = 0.0  # relevance_of(dense, lexical) x time_window: the order's basis
     lexical: float = 0.0  # the calibrated full-text evidence (0: not in that list)
     time_window: float = 1.0  # 1, or OUT_OF_WINDOW when the query names a window it misses
+    hop_from: str | None = None  # reached through a causal link from this hit (why queries)
 
-    def as_dict(self) -> dict[str, float | int | None]:
+    def as_dict(self) -> dict[str, float | int | str | None]:
         return asdict(self)
 
 

@@ -187,6 +187,30 @@ def test_a_query_of_only_function_words_or_punctuation_is_refused(
     with_grimoire(cfg, embedder, body)
 
 
+def test_a_why_question_follows_one_causal_link_back_and_says_so(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir)
+
+    async def body(g: Grimoire) -> None:
+        effect = await g.remember("The USDC pool drained overnight", importance=0.5)
+        cause = await g.remember("A deployer multisig signer key was leaked on a forum",
+                                 importance=0.5)
+        for text in ("The USDC pool had record volume", "The WETH pool drained slowly",
+                     "USDC pool fees were raised"):
+            await g.remember(text, importance=0.5)
+        await g.link(cause.id, effect.id, lag_s=3600, confidence=0.8)
+        plain = await g.recall("what happened to the USDC pool overnight?", k=3)
+        assert cause.id not in {h.id for h in plain.hits}
+        why = await g.recall("why did the USDC pool drain overnight?", k=3)
+        by_id = {h.id: h for h in why.hits}
+        assert [h.id for h in why.hits[:2]] == [effect.id, cause.id]
+        assert by_id[cause.id].score.hop_from == effect.id
+        assert by_id[cause.id].score.relevance >= by_id[effect.id].score.relevance * 0.8 - 1e-9
+        assert all(h.score.hop_from is None for h in why.hits if h.id != cause.id)
+
+    with_grimoire(cfg, embedder, body)
+
+
 def test_same_event_twice_is_stored_once(tmp_path: Path, model_dir: Path,
                                          embedder: Embedder) -> None:
     cfg = write_config(tmp_path, model_dir)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem.grimoire.query_words import content_words, time_window
+from golem.grimoire.query_words import asks_why, content_words, time_window
 
 # Wednesday 2024-03-13 15:30 UTC
 NOW = datetime(2024, 3, 13, 15, 30, tzinfo=UTC).timestamp()
@@ -63,3 +63,11 @@ def test_what_is_not_a_calendar_expression_is_ignored(query: str) -> None:
 def test_any_text_at_any_time_never_raises(query: str, now: float) -> None:
     window = time_window(query, now)
     assert window is None or window.since < window.until
+
+
+def test_why_questions_are_recognised() -> None:
+    assert asks_why("Why did the pool drain?")
+    assert asks_why("what led to the liquidation cascade")
+    assert asks_why("What caused the oracle to go stale?")
+    assert not asks_why("what happened to the pool")
+    assert not asks_why("whyte's pool")  # a word, not the question
