@@ -41,7 +41,7 @@ from golem.grimoire.errors import InvalidMemory, NamespaceRefused
 from golem.grimoire.knowledge import KnowledgeMaintenance
 from golem.grimoire.memory_file import MEMORY_FILE, read_text
 from golem.grimoire.playbook import Playbook
-from golem.grimoire.query_words import content_words, time_window
+from golem.grimoire.query_words import content_words, mentions_time, time_window
 from golem.grimoire.recall_engine import RecallStores, run_recall, start_episode_text
 from golem.grimoire.records import (
     ENTRY_TYPE_FOR_MEMORY,
@@ -318,6 +318,8 @@ class Grimoire(KnowledgeMaintenance):
         if window is not None:
             log.debug("recall query names a time window", phrase=window.phrase,
                       since=window.since, until=window.until)
+        elif mentions_time(clean):
+            log.debug("recall query's time words not read as a window; ignored")
         chosen = filters or rc.RecallFilters()
         # The episode full-text search needs no vector: run it while the query embeds.
         episode_text = (start_episode_text(self._recall_stores, clean, max(self.cfg.candidates, k),

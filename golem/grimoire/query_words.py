@@ -64,6 +64,16 @@ _WHY = re.compile(r"\b(why|what led to|what caused|cause of|caused by|because of
                   r"how come)\b")
 
 
+_TIME_WORDS = re.compile(rf"\b(yesterday|today|ago|last|past|week|month|year|{_MONTH}|"
+                         r"\d{4})\b")
+
+
+def mentions_time(query: str) -> bool:
+    """Whether the query has words that often name a time (for logging one it could not
+    read as a window: the expression is then ignored)."""
+    return _TIME_WORDS.search(query.lower()) is not None
+
+
 def asks_why(query: str) -> bool:
     """Whether the query asks for a cause ("why", "what led to", "what caused", ...)."""
     return _WHY.search(query.lower()) is not None

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem.grimoire.query_words import asks_why, content_words, time_window
+from golem.grimoire.query_words import asks_why, content_words, mentions_time, time_window
 
 # Wednesday 2024-03-13 15:30 UTC
 NOW = datetime(2024, 3, 13, 15, 30, tzinfo=UTC).timestamp()
@@ -57,6 +57,11 @@ def test_calendar_expressions_become_windows_before_the_reference_time(
 ])
 def test_what_is_not_a_calendar_expression_is_ignored(query: str) -> None:
     assert time_window(query, NOW) is None
+
+
+def test_time_words_that_name_no_window_are_noticed() -> None:
+    assert mentions_time("on 31 February") and mentions_time("sometime last spring")
+    assert not mentions_time("what happened to the oracle")
 
 
 @given(st.text(max_size=80), st.floats(0, 4e9))
