@@ -1,0 +1,208 @@
+"""Recall on a golem's own chain memory: questions with gold episodes from ground truth.
+
+A seeded simulated run of the default config (``golem run --stop-after H``, offline
+cognition) fills a data dir; or ``--config`` names a golem that already ran. Questions are
+generated from what the episodes' decoded payloads say happened (the chain's ground
+truth, not the renderings' words): the latest oracle fall past a threshold, the
+reverted sells, liquidity added to and removed from the WETH/USDC pool, the largest
+USDC borrow and WETH sell, repayments, WETH supplied, the golem's own losing trades.
+Each question is one ``Grimoire.recall(question, k=max(K))`` through the public API, at
+a golem clock one minute after the newest episode. recall@k = |gold in top k| /
+min(|gold|, k): a question whose answer is a set of 15 reverts is fully answered by 10
+of them at k = 10. Baselines in the same run on the same episode texts: BM25 (bm25s,
+English stopwords) and dense (the golem's embedder, exact cosine).
+
+This is a first version: one seed, a dozen templates. The templates were written
+before the Grimoire was run on them, and nothing in the Grimoire was tuned on them.
+
+    .venv/bin/python benchmarks/recall_defi.py [--hours 1] [--config FILE] [--k 5,10]
+
+Prints one JSON object; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import bm25s
+import numpy as np
+
+from golem.config import load_config
+from golem.grimoire.embedder import Embedder
+from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.records import Episode
+from golem.logging import configure_logging
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Question:
+    name: str
+    text: str
+    gold: frozenset[str]
+
+
+def _event(e: Episode, name: str) -> bool:
+    return e.payload.get("event") == name
+
+
+def _args(e: Episode) -> dict[str, Any]:
+    args = e.payload.get("args")
+    return args if isinstance(args, dict) else {}
+
+
+def _symbols(e: Episode) -> tuple[str, str]:
+    tokens = e.payload.get("tokens") or {}
+    return (str((tokens.get("token0") or {}).get("symbol", "")),
+            str((tokens.get("token1") or {}).get("symbol", "")))
+
+
+def _weth_usdc(e: Episode) -> bool:
+    return _symbols(e) == ("WETH", "USDC")
+
+
+def _reserve_symbol(e: Episode) -> str:
+    reserve = str(_args(e).get("reserve", ""))
+    return str((e.payload.get("tokens") or {}).get(reserve, {}).get("symbol", ""))
+
+
+def _oracle_falls(eps: Sequence[Episode], threshold: float) -> frozenset[str]:
+    """The latest answer that fell more than ``threshold`` from the one before it."""
+    answers = sorted((e for e in eps if _event(e, "AnswerUpdated")),
+                     key=lambda e: (e.observed_at, e.block_number, e.log_index))
+    falls = [b.id for a, b in itertools.pairwise(answers)
+             if _args(a).get("current") and _args(b).get("current") is not None
+             and _args(b)["current"] / _args(a)["current"] - 1 < -threshold]
+    return frozenset(falls[-1:])
+
+
+def _largest(eps: Sequence[Episode], keep: Callable[[Episode], bool],
+             size: Callable[[Episode], float]) -> frozenset[str]:
+    chosen = [e for e in eps if keep(e)]
+    return frozenset([max(chosen, key=size).id]) if chosen else frozenset()
+
+
+def questions(eps: Sequence[Episode]) -> list[Question]:
+    """The templates, instantiated on these episodes; a template with no gold is dropped."""
+    def ids(keep: Callable[[Episode], bool]) -> frozenset[str]:
+        return frozenset(e.id for e in eps if keep(e))
+
+    found = [
+        Question("oracle_fall_2pct", "When did the ETH price feed last fall more than 2%?",
+                 _oracle_falls(eps, 0.02)),
+        Question("oracle_fall_1pct", "When did the ETH oracle last drop by over 1%?",
+                 _oracle_falls(eps, 0.01)),
+        Question("reverted_sells", "Which token's sells revert?",
+                 ids(lambda e: e.category == "revert" and e.payload.get("action") == "sell")),
+        Question("liquidity_removed", "Who removed liquidity from the WETH/USDC pool?",
+                 ids(lambda e: _event(e, "Burn") and _weth_usdc(e))),
+        Question("liquidity_added", "Liquidity added to the WETH/USDC pool",
+                 ids(lambda e: _event(e, "Mint") and _weth_usdc(e))),
+        Question("losing_trades", "Which of our own trades lost money?",
+                 ids(lambda e: e.category == "strategy_outcome"
+                     and float(e.payload.get("pnl_usd") or 0.0) < 0)),
+        Question("largest_borrow", "What was the largest USDC borrow on the lending pool?",
+                 _largest(eps, lambda e: _event(e, "Borrow") and _reserve_symbol(e) == "USDC",
+                          lambda e: float(_args(e).get("amount", 0)))),
+        Question("largest_weth_sell", "The biggest WETH sold for USDC in the WETH/USDC pool",
+                 _largest(eps, lambda e: _event(e, "Swap") and _weth_usdc(e),
+                          lambda e: float(_args(e).get("amount0In", 0)))),
+        Question("repayments", "USDC loans repaid to the lending pool",
+                 ids(lambda e: _event(e, "Repay") and _reserve_symbol(e) == "USDC")),
+        Question("weth_supplied", "WETH supplied to the lending pool as collateral",
+                 ids(lambda e: _event(e, "Supply") and _reserve_symbol(e) == "WETH")),
+    ]
+    return [q for q in found if q.gold]
+
+
+def score(ranked: Sequence[str], gold: frozenset[str], k: int) -> float:
+    return len(gold & set(ranked[:k])) / min(len(gold), k)
+
+
+def run_golem(hours: float, directory: Path) -> Path:
+    """The default config on a fresh data dir for ``hours`` golem hours; its config path."""
+    text = (REPO / "bardo.toml").read_text()
+    text = text.replace('data_dir = "data"', f'data_dir = "{directory / "data"}"')
+    text = text.replace('model_dir = "models/', f'model_dir = "{REPO}/models/')
+    config = directory / "bardo.toml"
+    config.write_text(text)
+    print(f"running the default golem for {hours:g} golem hour(s)...", file=sys.stderr,
+          flush=True)
+    subprocess.run([sys.executable, "-m", "golem", "run", "--config", str(config),
+                    "--stop-after", f"{hours:g}h"], check=True, stdout=subprocess.DEVNULL)
+    return config
+
+
+async def evaluate(config_path: Path, ks: list[int]) -> dict[str, Any]:
+    config = load_config(config_path)
+    embedder = Embedder.load(REPO / "models" / "all-minilm-l6-v2-int8", 1)
+    grimoire = await Grimoire.open(config, now=lambda: 0.0, embedder=embedder)
+    try:
+        eps: list[Episode] = await grimoire.scan_episodes(
+            lambda batches: [e for batch in batches for e in batch])
+    finally:
+        await grimoire.close()
+    now = max(e.observed_at for e in eps) + 60.0
+    qs = questions(eps)
+    grimoire = await Grimoire.open(config, now=lambda: now, embedder=embedder)
+    k = max(ks)
+    runs: dict[str, list[list[str]]] = {"grimoire": [], "bm25": [], "dense": []}
+    try:
+        for q in qs:
+            result = await grimoire.recall(q.text, k=k)
+            runs["grimoire"].append([] if result.refused else [h.id for h in result.hits])
+    finally:
+        await grimoire.close()
+    texts = [e.text for e in eps]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False),
+                    show_progress=False)
+    vectors = np.asarray(embedder.embed(texts))
+    for q in qs:
+        tokens = bm25s.tokenize([q.text], stopwords="en", return_ids=False,
+                                show_progress=False)
+        docs, scores = retriever.retrieve(tokens, k=min(k, len(texts)), show_progress=False)
+        runs["bm25"].append([eps[int(i)].id for i, s in zip(docs[0], scores[0], strict=True)
+                             if s > 0])
+        order = np.argsort(-(vectors @ np.asarray(embedder.embed([q.text])[0])))[:k]
+        runs["dense"].append([eps[int(i)].id for i in order])
+    report: dict[str, Any] = {"benchmark": "recall_defi", "episodes": len(eps),
+                              "questions": {q.name: {"text": q.text, "gold": len(q.gold)}
+                                            for q in qs}}
+    for name, ranked in runs.items():
+        per = {q.name: {f"recall@{kk}": round(score(r, q.gold, kk), 3) for kk in ks}
+               for q, r in zip(qs, ranked, strict=True)}
+        report[name] = {"mean": {f"recall@{kk}": round(float(np.mean(
+            [score(r, q.gold, kk) for q, r in zip(qs, ranked, strict=True)])), 3)
+            for kk in ks}, "per_question": per}
+    return report
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hours", type=float, default=1.0, help="golem hours to run (default 1)")
+    ap.add_argument("--config", type=Path, default=None,
+                    help="the config file of a golem that already ran (skips the run)")
+    ap.add_argument("--k", default="5,10")
+    args = ap.parse_args()
+    configure_logging("warning", "json", sys.stderr)
+    ks = sorted(int(k) for k in args.k.split(","))
+    with tempfile.TemporaryDirectory(prefix="golem-recall-defi-") as tmp:
+        config = args.config or run_golem(args.hours, Path(tmp))
+        report = anyio.run(evaluate, config, ks)
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
