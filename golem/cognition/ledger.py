@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from golem.cognition.errors import BudgetExceeded, LedgerError
+from golem.runtime.state import damage, damaged_message
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS llm_spend (
@@ -133,9 +134,14 @@ class SpendLedger:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
+            problem = damage(self._db)
+            if problem is None:
+                self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise LedgerError(f"spend ledger {self.path} is unreadable: {exc}") from exc
+        if problem is not None:
+            self._db.close()
+            raise LedgerError(damaged_message(self.path, "the spend ledger", problem))
 
     def close(self) -> None:
         with self._lock:

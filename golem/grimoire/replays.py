@@ -17,6 +17,7 @@ from pathlib import Path
 
 from golem.grimoire.episodes_schema import id_chunks
 from golem.grimoire.errors import StoreCorrupt
+from golem.runtime.state import damage, damaged_message
 
 FILE = "replays.db"
 CHUNK = 500  # ids per statement (SQLite's variable limit is 999 in old builds)
@@ -43,6 +44,10 @@ class ReplayCounts:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")  # a lost last tick of counts is harmless
             conn.execute("PRAGMA busy_timeout=5000")
+            problem = damage(conn)
+            if problem is not None:
+                conn.close()
+                raise StoreCorrupt(damaged_message(path, "the replay counts", problem))
             counts = cls(conn, path)
             if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
                             "name = 'replays'").fetchone() is None:

@@ -19,6 +19,7 @@ from typing import Any
 from golem.grimoire import semantic_schema as schema
 from golem.grimoire.errors import GrimoireError, NamespaceRefused, SignatureMismatch, StoreCorrupt
 from golem.grimoire.records import SemanticEntry
+from golem.runtime.state import damage, damaged_message
 
 CHUNK = 500  # ids per IN (...) list
 _CORRUPT = {"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_ERROR"}
@@ -42,6 +43,9 @@ class SemanticDb:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA busy_timeout=5000")
+            problem = damage(conn)
+            if problem is not None:
+                raise StoreCorrupt(damaged_message(path, "the semantic store", problem))
             _migrate(conn, path)
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",

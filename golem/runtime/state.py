@@ -108,10 +108,24 @@ def connect_shared(path: Path) -> SharedConnection:
     return conn
 
 
+def damage(conn: sqlite3.Connection) -> str | None:
+    """SQLite's quick_check of an open database: None when it is intact, else the first
+    problem it names (pages are read, not the indexes' contents: cheap at open)."""
+    row = conn.execute("PRAGMA quick_check(1)").fetchone()
+    return None if row is None or row[0] == "ok" else " ".join(str(row[0]).split())
+
+
+def damaged_message(path: Path, what: str, problem: str) -> str:
+    """The one line an operator gets for a damaged SQLite file."""
+    return (f"{path}: {what} is damaged ({problem}); the golem will not run on it: restore "
+            "the file from a backup, or move it aside to start that store afresh")
+
+
 def connect_durable(path: Path, what: str, schema: str = "") -> sqlite3.Connection:
     """A SQLite connection for state that must survive a crash: WAL, synchronous=FULL,
     autocommit (callers BEGIN IMMEDIATE themselves), usable from worker threads.
-    `schema` (idempotent DDL) is applied; failures are StateError naming `what`."""
+    `schema` (idempotent DDL) is applied. A file SQLite's quick_check finds damaged is
+    refused; every failure is a StateError naming the file and `what`."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = connect_shared(path)
@@ -120,10 +134,14 @@ def connect_durable(path: Path, what: str, schema: str = "") -> sqlite3.Connecti
         # a WAL file is reused, never shrunk: keep it small after each checkpoint
         conn.execute("PRAGMA journal_size_limit=1048576")
         conn.execute("PRAGMA busy_timeout=5000")
-        if schema:
+        problem = damage(conn)
+        if problem is None and schema:
             conn.executescript(schema)
     except (OSError, sqlite3.Error) as exc:
         raise StateError(f"{path}: cannot open {what}: {exc}") from None
+    if problem is not None:
+        conn.close()
+        raise StateError(damaged_message(path, what, problem))
     return conn
 
 
