@@ -22,6 +22,7 @@ from golem.config import Config
 from golem.errors import EXIT_OK, GolemError
 from golem.grimoire.errors import StoreCorrupt
 from golem.grimoire.records import DecayClass, InsightCategory, MemoryType
+from golem.grimoire.validation import clean_text, enum_value, unit
 from golem.logging import configure_logging
 from golem.runtime.lock import DataDirLock
 from golem.runtime.state import cli_golem_now
@@ -53,10 +54,16 @@ def add_memory_parser(sub: Any, config_arg: Callable[[argparse.ArgumentParser], 
                                       "entry is stored quarantined.")
     config_arg(add)
     add.add_argument("text", help="the memory")
-    add.add_argument("--type", default="fact", choices=[m.value for m in MemoryType])
+    # Values are checked before any store opens, as bad memory input (exit 65), not by
+    # argparse (exit 2): the help lists them.
+    add.add_argument("--type", default="fact",
+                     help="one of " + ", ".join(m.value for m in MemoryType) + " (default: fact)")
     add.add_argument("--importance", type=float, default=0.5, help="0..1 (default: 0.5)")
-    add.add_argument("--category", choices=[c.value for c in InsightCategory])
-    add.add_argument("--decay-class", default="strategic", choices=[d.value for d in DecayClass])
+    add.add_argument("--category",
+                     help="one of " + ", ".join(c.value for c in InsightCategory))
+    add.add_argument("--decay-class", default="strategic",
+                     help="one of " + ", ".join(d.value for d in DecayClass)
+                     + " (default: strategic)")
     add.add_argument("--anchored", action="store_true", help="exempt from decay and pruning")
     add.add_argument("--json", action="store_true", help="print JSON")
 
@@ -89,6 +96,8 @@ def run_memory_command(args: argparse.Namespace, config: Config, out: TextIO) ->
     if command in ("search", "show", "stats", "forget") and not config.data_dir.exists():
         raise StoreCorrupt(f"no memory at {config.data_dir} (the golem has never run and "
                            "nothing was added); add one with: golem memory add TEXT")
+    if command == "add":
+        _check_add(args, config)
     if command == "reembed":
         return _reembed(config, out)
     handler = _HANDLERS[command]
@@ -117,12 +126,23 @@ async def _search(g: Grimoire, args: argparse.Namespace, out: TextIO) -> int:
         for n, hit in enumerate(result.hits, 1):
             s = hit.score
             out.write(f"{n:>2}. {hit.score.final:.3f}  {hit.uri}\n    {_excerpt(hit.text)}\n"
-                      f"    semantic {s.semantic:.2f} temporal {s.temporal:.2f} importance "
+                      f"    relevance {s.relevance:.2f} (cosine {s.semantic:.2f}, words "
+                      f"{s.lexical:.2f}) temporal {s.temporal:.2f} importance "
                       f"{s.importance:.2f} emotional {s.emotional:.2f} x provenance "
                       f"{s.provenance_weight:.2f} ({hit.provenance.source.value})\n")
     for hit in result.anti_knowledge:
         out.write(f"  ! anti-knowledge {hit.uri}: {_excerpt(hit.text)}\n")
     return EXIT_OK
+
+
+def _check_add(args: argparse.Namespace, config: Config) -> None:
+    """Refuse bad input (InvalidMemory, exit 65) before any store is opened or created."""
+    clean_text(args.text, config.grimoire.max_text_chars)
+    enum_value(MemoryType, args.type, "type")
+    enum_value(DecayClass, args.decay_class, "decay_class")
+    if args.category is not None:
+        enum_value(InsightCategory, args.category, "category")
+    unit(args.importance, "importance")
 
 
 async def _add(g: Grimoire, args: argparse.Namespace, out: TextIO) -> int:

@@ -129,7 +129,8 @@ def _loop_entry(config: Config, name: str, row: Any, handlers: list[str]) -> dic
         "interval_s": section.interval_s,
         "deadline_s": section.deadline_s,
         "handlers": handlers,
-        "planned": PLANNED[name],
+        "planned": PLANNED[name] + (' (chain.mode = "off")' if name == "gamma"
+                                    and config.chain.mode == "off" else ""),
     }
     if row is not None:
         entry.update({k: v for k, v in vars(row).items() if k != "name"})

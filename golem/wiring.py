@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # What each loop will do once its part exists; shown by `golem status`.
 PLANNED: dict[str, str] = {
-    "gamma": "chain capture and triage (chain.mode = \"off\")",
+    "gamma": "chain capture and triage",
     "theta": "context governor and cognition",
     "delta": "consolidation, store maintenance and the vitality check ([mortality])",
 }

@@ -183,3 +183,14 @@ def test_status_says_whether_actions_act() -> None:
         said = actions_mode(parse_config(text))
         assert said.startswith(expected), (text, said)
         assert "9f2c4e6a" not in said  # the node URL is redacted like everywhere else
+
+
+def test_status_names_chain_mode_off_only_when_it_is(make_config) -> None:
+    from golem.status import collect_status  # noqa: PLC0415
+
+    for mode, expect_off in (("simulated", False), ("off", True)):
+        _, cfg = make_config(chain={"mode": mode})
+        cfg.data_dir.mkdir(exist_ok=True)
+        planned = collect_status(cfg)["loops"]["gamma"]["planned"]
+        assert planned.startswith("chain capture and triage")
+        assert ('chain.mode = "off"' in planned) == expect_off, (mode, planned)

@@ -48,6 +48,20 @@ def test_add_search_show_stats_forget(tmp_path: Path, model_dir: Path) -> None:
     assert after["status"] == "pruned"
 
 
+def test_bad_add_input_is_refused_before_any_store_exists(tmp_path: Path,
+                                                         model_dir: Path) -> None:
+    config = str(write_config(tmp_path, model_dir))
+    data = tmp_path / "data"
+    for argv, word in ((["x", "--type", "bogus"], "type"), (["", "--type", "fact"], "text"),
+                       (["x", "--decay-class", "forever"], "decay_class"),
+                       (["x", "--category", "gossip"], "category"),
+                       (["x", "--importance", "2"], "importance")):
+        bad = run_golem("memory", "add", *argv, "--config", config)
+        assert bad.returncode == 65 and word in bad.stderr, (argv, bad.returncode, bad.stderr)
+        assert len(bad.stderr.strip().splitlines()) == 1
+    assert not data.exists()  # nothing was created for input that was refused
+
+
 def test_daemon_opens_the_grimoire_and_registers_delta(tmp_path: Path,
                                                             model_dir: Path) -> None:
     config = str(write_config(tmp_path, model_dir))
