@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import bm25s
 import numpy as np
 
 from golem.config import load_config
@@ -42,6 +41,9 @@ from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import Episode
 from golem.logging import configure_logging
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from recall_quality import bm25_top, dense_top
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -164,19 +166,9 @@ async def evaluate(config_path: Path, ks: list[int]) -> dict[str, Any]:
             runs["grimoire"].append([] if result.refused else [h.id for h in result.hits])
     finally:
         await grimoire.close()
-    texts = [e.text for e in eps]
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False),
-                    show_progress=False)
-    vectors = np.asarray(embedder.embed(texts))
-    for q in qs:
-        tokens = bm25s.tokenize([q.text], stopwords="en", return_ids=False,
-                                show_progress=False)
-        docs, scores = retriever.retrieve(tokens, k=min(k, len(texts)), show_progress=False)
-        runs["bm25"].append([eps[int(i)].id for i, s in zip(docs[0], scores[0], strict=True)
-                             if s > 0])
-        order = np.argsort(-(vectors @ np.asarray(embedder.embed([q.text])[0])))[:k]
-        runs["dense"].append([eps[int(i)].id for i in order])
+    texts, asked = [e.text for e in eps], [q.text for q in qs]
+    runs["bm25"] = [[eps[i].id for i in top] for top in bm25_top(texts, asked, k)]
+    runs["dense"] = [[eps[i].id for i in top] for top in dense_top(embedder, texts, asked, k)]
     report: dict[str, Any] = {"benchmark": "recall_defi", "episodes": len(eps),
                               "questions": {q.name: {"text": q.text, "gold": len(q.gold)}
                                             for q in qs}}

@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -182,32 +183,31 @@ async def grimoire_rankings(chat: Chat, embedder: Embedder, weights: dict[str, f
         await grimoire.close()
 
 
-def bm25_rankings(chat: Chat, k: int) -> list[list[str]]:
-    corpus = [t.text for t in chat.turns]
+def bm25_top(texts: Sequence[str], queries: Sequence[str], k: int) -> list[list[int]]:
+    """The BM25 baseline: for each query, the indices of its top-k texts (bm25s, English
+    stopwords; only texts sharing a word with the query; none for a stopword-only query)."""
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False),
+    retriever.index(bm25s.tokenize(list(texts), stopwords="en", show_progress=False),
                     show_progress=False)
-    out = []
-    for q in chat.questions:
-        tokens = bm25s.tokenize([q.text], stopwords="en", return_ids=False,
+    out: list[list[int]] = []
+    for query in queries:
+        tokens = bm25s.tokenize([query], stopwords="en", return_ids=False,
                                 show_progress=False)
-        if not tokens[0]:  # every query word is a stopword
+        if not tokens[0]:
             out.append([])
             continue
-        docs, scores = retriever.retrieve(tokens, k=min(k, len(corpus)), show_progress=False)
-        out.append([chat.turns[int(i)].dia_id for i, s in zip(docs[0], scores[0], strict=True)
-                    if s > 0])
+        docs, scores = retriever.retrieve(tokens, k=min(k, len(texts)), show_progress=False)
+        out.append([int(i) for i, s in zip(docs[0], scores[0], strict=True) if s > 0])
     return out
 
 
-def dense_rankings(chat: Chat, embedder: Embedder, k: int) -> list[list[str]]:
-    vectors = np.asarray(embedder.embed([t.text for t in chat.turns]))
-    out = []
-    for q in chat.questions:
-        query = np.asarray(embedder.embed([q.text])[0])
-        order = np.argsort(-(vectors @ query))[:k]
-        out.append([chat.turns[int(i)].dia_id for i in order])
-    return out
+def dense_top(embedder: Embedder, texts: Sequence[str], queries: Sequence[str],
+              k: int) -> list[list[int]]:
+    """The dense baseline: for each query, the indices of its top-k texts by exact cosine
+    of the embedder's (normalised) vectors."""
+    vectors = np.asarray(embedder.embed(list(texts)))
+    return [[int(i) for i in np.argsort(-(vectors @ np.asarray(embedder.embed([q])[0])))[:k]]
+            for q in queries]
 
 
 def summarise(chats: list[Chat], rankings: list[list[list[str]]], ks: list[int],
@@ -290,8 +290,11 @@ async def main() -> None:
                                           foreign=foreign)
         runs.append(run)
         grim.append(run.rankings)
-        bm25.append(bm25_rankings(chat, max(ks)))
-        dense.append(dense_rankings(chat, embedder, max(ks)))
+        texts, asked = [t.text for t in chat.turns], [q.text for q in chat.questions]
+        bm25.append([[chat.turns[i].dia_id for i in top]
+                     for top in bm25_top(texts, asked, max(ks))])
+        dense.append([[chat.turns[i].dia_id for i in top]
+                      for top in dense_top(embedder, texts, asked, max(ks))])
     report = {
         "benchmark": "recall_quality",
         "data": str(args.data), "chats": [c.name for c in chats],

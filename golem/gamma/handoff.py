@@ -33,16 +33,6 @@ class Escalation:
     episode: Episode | None = None
 
 
-def drop_orphaned(escalations: deque[Escalation], chain_id: int, common_ancestor: int) -> int:
-    """Remove queued escalations of blocks a reorg orphaned: Theta must not be shown an
-    event the chain undid (its episode is deleted too). Returns how many."""
-    orphaned = [e for e in escalations if e.episode is not None
-                and e.episode.chain_id == chain_id and e.episode.block_number > common_ancestor]
-    for escalation in orphaned:
-        escalations.remove(escalation)
-    return len(orphaned)
-
-
 class GammaHandoff:
     """The price tape (recent answers per price feed) and the escalation queue."""
 
@@ -66,8 +56,15 @@ class GammaHandoff:
         self._escalations.extend(escalations)
 
     def drop_orphaned(self, chain_id: int, common_ancestor: int) -> int:
-        """Forget queued escalations of blocks above ``common_ancestor`` (a reorg)."""
-        return drop_orphaned(self._escalations, chain_id, common_ancestor)
+        """Forget queued escalations of blocks a reorg orphaned (above ``common_ancestor``
+        on ``chain_id``): Theta must not be shown an event the chain undid. Returns how
+        many."""
+        orphaned = [e for e in self._escalations if e.episode is not None
+                    and e.episode.chain_id == chain_id
+                    and e.episode.block_number > common_ancestor]
+        for escalation in orphaned:
+            self._escalations.remove(escalation)
+        return len(orphaned)
 
     # --- both -------------------------------------------------------------------------
 

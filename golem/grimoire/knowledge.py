@@ -114,8 +114,7 @@ class KnowledgeMaintenance:
     async def entries_by_ids(self, ids: Sequence[str]) -> list[SemanticEntry]:
         """This golem's entries among ``ids``, in the order asked, every status; unknown
         ids and other namespaces' entries are skipped."""
-        found = await self._store(self._semantic.get, list(ids))
-        return [e for e in found if e.namespace == self.namespace]
+        return await self._store(self._own, ids)
 
     async def search_entries(self, vector: Any, k: int, *,
                              statuses: Sequence[Status] = (Status.ACTIVE,),
@@ -144,7 +143,7 @@ class KnowledgeMaintenance:
         entry with its stored vector, in one store call. None when ``entry_id`` is not
         an entry of this golem."""
         def read() -> Neighbourhood | None:
-            if not [e for e in self._semantic.get([entry_id]) if e.namespace == self.namespace]:
+            if not self._own([entry_id]):
                 return None
             vector = self._semantic.vectors([entry_id]).get(entry_id)
             if vector is None:
@@ -206,7 +205,7 @@ class KnowledgeMaintenance:
         at = self._now() if now is None else now
 
         def change() -> int:
-            own = [e.id for e in self._semantic.get(list(ids)) if e.namespace == self.namespace]
+            own = [e.id for e in self._own(ids)]
             return self._semantic.set_status(own, status, reason, at) if own else 0
 
         return await self._store(change)
@@ -222,8 +221,7 @@ class KnowledgeMaintenance:
         at = self._now() if now is None else now
 
         def change() -> list[C]:
-            fresh = {e.id: e for e in self._semantic.get([c.entry_id for c in changes])
-                     if e.namespace == self.namespace}
+            fresh = {e.id: e for e in self._own([c.entry_id for c in changes])}
             ready = [c for c in changes if c.entry_id in fresh
                      and fresh[c.entry_id] == expected.get(c.entry_id)]
             groups: dict[tuple[Status, str], list[str]] = {}
@@ -245,8 +243,7 @@ class KnowledgeMaintenance:
         id, namespace or text: InvalidMemory, and nothing stored, if it does (new text is
         a new claim: write_entries). Returns the entries stored. Emits no event."""
         def change() -> list[SemanticEntry]:
-            fresh = [e for e in self._semantic.get(list(ids))
-                     if e.namespace == self.namespace and e.status != Status.PRUNED]
+            fresh = [e for e in self._own(ids) if e.status != Status.PRUNED]
             changed = []
             for old in fresh:
                 new = revise(old)
@@ -273,14 +270,17 @@ class KnowledgeMaintenance:
         checked = {i: unit(c, f"confidence of {i}") for i, c in updates.items()}
 
         def change() -> int:
-            own = {e.id for e in self._semantic.get(list(checked))
-                   if e.namespace == self.namespace}
+            own = {e.id for e in self._own(list(checked))}
             wanted = {i: c for i, c in checked.items() if i in own}
             return self._semantic.update_confidence(wanted, at) if wanted else 0
 
         return await self._store(change)
 
     # --- store-thread helpers --------------------------------------------------------
+
+    def _own(self, ids: Sequence[str]) -> list[SemanticEntry]:
+        """This golem's entries among ``ids``, in the order asked (others' skipped)."""
+        return [e for e in self._semantic.get(list(ids)) if e.namespace == self.namespace]
 
     def _search_entries(self, vector: Any, k: int, statuses: Sequence[Status],
                         ) -> list[tuple[SemanticEntry, float]]:

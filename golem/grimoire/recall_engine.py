@@ -138,12 +138,17 @@ class _HalfLives:
     episodes: float
 
 
+def over_best(score: float, best: float) -> float:
+    """Calibrated evidence in [0, 1]: a list's score over its best (0 when none is > 0)."""
+    return min(max(score / best, 0.0), 1.0) if best > 0 else 0.0
+
+
 def calibrate_dense(pool: Sequence[rc.Candidate]) -> None:
     """Dense evidence: each candidate's cosine over the best cosine in the pool (entries
     and episodes alike: one embedding model), negatives 0."""
     best = max((c.similarity for c in pool), default=0.0)
     for cand in pool:
-        cand.dense = min(max(cand.similarity / best, 0.0), 1.0) if best > 0 else 0.0
+        cand.dense = over_best(cand.similarity, best)
 
 
 class _Lists:
@@ -169,7 +174,7 @@ class _Lists:
                 cand.dense_rank = rank
             else:
                 cand.lexical_rank = rank
-                cand.lexical = min(max(score / best, 0.0), 1.0) if best > 0 else 0.0
+                cand.lexical = over_best(score, best)
             ranked.append(cand.key)
         self.ranked.append(ranked)
 
@@ -234,15 +239,14 @@ def _anti_candidates(dense: Sequence[ListHit], lexical: Sequence[ListHit],
     for rank, (entry_id, sim, _) in enumerate(dense, 1):
         if sim >= relevance:
             pool[entry_id] = rc.Candidate("entry", entry_id, similarity=sim, dense_rank=rank,
-                                          dense=min(max(sim / best_sim, 0.0), 1.0)
-                                          if best_sim > 0 else 0.0)
+                                          dense=over_best(sim, best_sim))
     best_text = max((score for _, score, _ in lexical), default=0.0)
     for rank, (entry_id, score, sim) in enumerate(lexical, 1):
         cand = pool.get(entry_id)
         if cand is None:
             cand = pool[entry_id] = rc.Candidate("entry", entry_id, similarity=sim)
         cand.lexical_rank = rank
-        cand.lexical = min(max(score / best_text, 0.0), 1.0) if best_text > 0 else 0.0
+        cand.lexical = over_best(score, best_text)
     return pool
 
 
