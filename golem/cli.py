@@ -41,8 +41,11 @@ Run a golem: a mortal autonomous DeFi agent. One process runs three tick loops:
 Gamma captures chain events into episodic memory, Theta assembles a context and
 decides, Delta consolidates, forgets, dreams and keeps the golem's mortality.
 
-Exit status: 0 ok, 2 bad arguments, 75 data dir in use by another golem,
-78 bad configuration, 69 this golem is dead, 1 any other failure."""
+Exit status: 0 ok (also a stop by signal); 1 a crash; 2 bad arguments; 64 init
+refused to overwrite; 65 bad memory input; 66 missing input; 69 this golem is dead;
+70 a damaged store (see golem check); 73 the data dir cannot be written (read-only,
+or below runtime.min_free_mb); 75 data dir in use, or the chain node unreachable;
+77 no read grant for a namespace; 78 bad configuration."""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -71,6 +74,10 @@ def run_cli(argv: list[str] | None = None,  # noqa: PLR0911 - one return per com
             from golem.mortality.cli_testament import run_testament_command  # noqa: PLC0415
 
             return run_testament_command(args, sys.stdout)
+        if args.command in ("check", "backup", "restore"):
+            from golem.integrity.commands import run_integrity_command  # noqa: PLC0415
+
+            return run_integrity_command(args, load_config(args.config), sys.stdout)
         if args.command == "memory":
             from golem.memory_cli import run_memory_command  # noqa: PLC0415 - loads numpy etc.
 
@@ -93,6 +100,14 @@ def _cmd_run(config_path: Path, stop_after: float | None,
         config = with_inherit(config, inherit)
     configure_logging(config.logging.level, config.logging.format)
     log = structlog.get_logger("golem.cli")
+    from golem.integrity.preflight import preflight  # noqa: PLC0415 - loads the model's deps
+
+    try:
+        preflight(config, os.environ)  # before the data dir or any file in it is created
+    except GolemError as exc:
+        log.error("golem cannot run", error=str(exc), exit_code=exc.exit_code)
+        _fail(str(exc), exc.exit_code)
+        return exc.exit_code
     heap = tune_heap(os.environ)  # before the model and the stores allocate
     if heap:
         log.info("glibc heap tuned for a small VM", **{k.lower(): v for k, v in heap.items()})
@@ -109,14 +124,20 @@ def _cmd_run(config_path: Path, stop_after: float | None,
         log.error("golem cannot run", error=str(exc), exit_code=exc.exit_code)
         _fail(str(exc), exc.exit_code)
         return exc.exit_code
-    except Exception:
+    except Exception as exc:
         log.exception("golem crashed")
+        _fail(f"crashed: {type(exc).__name__}: {exc}"
+              " (the log above has the traceback; please report it)", EXIT_FAILURE)
         return EXIT_FAILURE
 
 
 def _cmd_check_config(config_path: Path, out: TextIO) -> int:
     config = load_config(config_path)
+    from golem.integrity.preflight import preflight  # noqa: PLC0415 - loads the model's deps
+
+    checks = preflight(config, os.environ)
     out.write(f"config ok: {config_path}\n{describe_config(config)}\n")
+    out.write("".join(f"  {line}\n" for line in checks))
     return EXIT_OK
 
 
@@ -204,8 +225,11 @@ def _parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser(
         "check-config", help="validate a configuration file without starting",
-        description="Validate the configuration and print what it means. Exits 78 with one "
-                    "line naming the key on any problem. Writes nothing.")
+        description="Validate the configuration and print what it means, then check what "
+                    "`golem run` needs before it writes: the embedding model (files and hash), "
+                    "key files (present, mode 0600) and the data dir (writable, enough free "
+                    "space). Exits 78 with one line naming the key on a configuration "
+                    "problem, 73 when the data dir cannot be written. Writes nothing.")
     config_arg(check)
 
     status = sub.add_parser(
@@ -237,6 +261,9 @@ def _parser() -> argparse.ArgumentParser:
     die.add_argument("--reason", required=True, metavar="TEXT",
                      help="the cause of death recorded in the testament")
 
+    from golem.integrity.commands import add_integrity_parsers  # noqa: PLC0415
+
+    add_integrity_parsers(sub, config_arg)
     from golem.memory_cli import add_memory_parser  # noqa: PLC0415
 
     add_memory_parser(sub, config_arg)

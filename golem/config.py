@@ -73,6 +73,9 @@ class RuntimeSection:
     shutdown_grace_s: float = field(default=20.0, metadata=_check(gt=0, le=3600))
     cleanup_timeout_s: float = field(default=5.0, metadata=_check(gt=0, le=600))
     state_flush_interval_s: float = field(default=1.0, metadata=_check(gt=0, le=3600))
+    # Stop (exit 73) when the data dir's filesystem has less than this free, before a
+    # write fails half-way; checked at start and every wall second. 0: no floor.
+    min_free_mb: int = field(default=64, metadata=_check(ge=0, le=1 << 20))
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,10 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 64
+EXIT_DATAERR = 65
+EXIT_NOINPUT = 66
 EXIT_SOFTWARE = 70
+EXIT_CANTCREAT = 73
 EXIT_TEMPFAIL = 75
 EXIT_CONFIG = 78
 
@@ -36,3 +39,15 @@ class StateError(GolemError):
     """The state store is unreadable or from an incompatible version."""
 
     exit_code = EXIT_SOFTWARE
+
+
+class CannotWrite(GolemError):
+    """The data dir cannot take writes: read-only, not ours, or out of space."""
+
+    exit_code = EXIT_CANTCREAT
+
+
+class NoInput(GolemError):
+    """A file or directory the command reads does not exist or is not what it should be."""
+
+    exit_code = EXIT_NOINPUT

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import fields, is_dataclass
 from enum import Enum
@@ -88,6 +89,15 @@ def add_memory_parser(sub: Any, config_arg: Callable[[argparse.ArgumentParser], 
                     "golem must not be running (this takes the data-dir lock).")
     config_arg(reembed)
 
+    rebuild = msub.add_parser(
+        "rebuild-episodes", help="set a damaged episode store aside and capture it again",
+        description="Move the episode store to episodes.damaged-<time> (kept for inspection) "
+                    "and restart capture from the first block: the next `golem run` captures "
+                    "the chain again into the same episode ids. Replay counts, verification "
+                    "marks and importance changes of the old rows are lost. The golem must "
+                    "not be running (this takes the data-dir lock).")
+    config_arg(rebuild)
+
 
 def run_memory_command(args: argparse.Namespace, config: Config, out: TextIO) -> int:
     # Results go to stdout; the Grimoire's own log lines go to stderr.
@@ -100,6 +110,11 @@ def run_memory_command(args: argparse.Namespace, config: Config, out: TextIO) ->
         _check_add(args, config)
     if command == "reembed":
         return _reembed(config, out)
+    if command == "rebuild-episodes":
+        from golem.integrity.rebuild import rebuild_episodes  # noqa: PLC0415
+
+        out.write(rebuild_episodes(config.data_dir, now=time.time()).describe() + "\n")
+        return EXIT_OK
     handler = _HANDLERS[command]
     return anyio.run(_with_grimoire, config, lambda g: handler(g, args, out),
                      backend_options={"use_uvloop": True})

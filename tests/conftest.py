@@ -66,8 +66,10 @@ def make_config(tmp_path: Path):
     """Write a config whose data dir is inside tmp_path; returns (path, Config)."""
 
     def make(**sections: Mapping[str, Any]) -> tuple[Path, Config]:
-        merged: dict[str, dict[str, Any]] = {"golem": {"data_dir": "data"},
-                                             "logging": {"format": "json"}}
+        merged: dict[str, dict[str, Any]] = {
+            "golem": {"data_dir": "data"}, "logging": {"format": "json"},
+            # the repo's model: `golem run` checks it before writing anything
+            "grimoire": {"model_dir": str(REPO / "models" / "all-minilm-l6-v2-int8")}}
         for name, values in sections.items():
             merged.setdefault(name, {}).update(values)
         path = tmp_path / "golem.toml"

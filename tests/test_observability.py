@@ -17,7 +17,7 @@ from golem.runtime.handlers import HandlerRegistry
 from golem.status import actions_mode
 from golem.testing.handlers import FailingHandler
 
-from .conftest import run_daemon, run_golem
+from .conftest import REPO, run_daemon, run_golem
 
 
 def test_redaction_masks_secret_names_at_any_depth_but_keeps_counts() -> None:
@@ -159,11 +159,12 @@ def test_bad_stop_after_is_a_usage_error(make_config) -> None:
 def test_uncreatable_data_dir_is_one_clear_line(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("not a folder")
     path = tmp_path / "g.toml"
-    path.write_text('[golem]\ndata_dir = "afile/data"\n[logging]\nformat = "json"\n')
+    path.write_text(f'[golem]\ndata_dir = "afile/data"\n[logging]\nformat = "json"\n'
+                    f'[grimoire]\nmodel_dir = "{REPO}/models/all-minilm-l6-v2-int8"\n')
     result = run_golem("run", "--config", str(path), "--stop-after", "1m")
-    assert result.returncode == 1
+    assert result.returncode == 73
     assert result.stderr.strip().splitlines() == [
-        f"golem: error: cannot create data dir {tmp_path}/afile/data: Not a directory"]
+        f"golem: error: golem.data_dir: {tmp_path}/afile is not a directory"]
 
 
 def test_status_says_whether_actions_act() -> None:

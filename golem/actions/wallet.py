@@ -79,18 +79,18 @@ def open_wallet(key_file: str, data_dir: Path, *, simulated: bool, seed: int,
                 environ: Mapping[str, str]) -> Wallet:
     """Load the key from key_file, the systemd credential, or (simulated) the data dir."""
     if key_file:
-        return Wallet(_read_key(Path(key_file).expanduser()))
+        return Wallet(read_key(Path(key_file).expanduser()))
     creds = environ.get("CREDENTIALS_DIRECTORY", "")
     if creds and (Path(creds) / CREDENTIAL).exists():
         # systemd makes credentials readable by the service only; still check
-        return Wallet(_read_key(Path(creds) / CREDENTIAL))
+        return Wallet(read_key(Path(creds) / CREDENTIAL))
     if not simulated:
         raise WalletError("no wallet key: set actions.key_file to a file of mode 0600, or "
                           f"pass the systemd credential {CREDENTIAL!r}")
     path = data_dir / SIM_KEY
     if not path.exists():
         _create_key(path, simulated_key(seed))
-    return Wallet(_read_key(path))
+    return Wallet(read_key(path))
 
 
 def _create_key(path: Path, key: bytes) -> None:
@@ -107,7 +107,9 @@ def _create_key(path: Path, key: bytes) -> None:
                           f"{exc.strerror}") from None
 
 
-def _read_key(path: Path) -> bytes:
+def read_key(path: Path) -> bytes:
+    """The private key in a file that must be ours and mode 0600; WalletError otherwise
+    (the message never holds the key)."""
     try:
         info = path.stat()
     except OSError as exc:

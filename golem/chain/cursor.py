@@ -91,6 +91,23 @@ class CaptureStore:
             "first_block = excluded.first_block, updated_at = excluded.updated_at",
             (chain_id, json.dumps(window.to_dict()), first_block, now))
 
+    def restart_capture(self) -> list[tuple[int, int, int | None]]:
+        """Empty every chain's reorg window but keep its first block, so capture starts
+        again from there (the episode store was rebuilt; ids are stable, so nothing
+        duplicates). Returns (chain id, first block, old cursor) per chain."""
+        rows = self._conn.execute("SELECT chain_id, window, first_block FROM capture")
+        done = []
+        for chain_id, window, first_block in rows.fetchall():
+            try:
+                stored = BlockWindow.from_dict(json.loads(window))
+            except ValueError as exc:
+                raise StateError(f"{self.path}: stored window unreadable: {exc}") from None
+            done.append((int(chain_id), int(first_block), stored.cursor))
+            with durable_write(self._conn, self.path) as conn:
+                conn.execute("UPDATE capture SET window = ? WHERE chain_id = ?",
+                             (json.dumps(BlockWindow(stored.size).to_dict()), chain_id))
+        return done
+
     # --- the simulated market's journal ----------------------------------------------
 
     def sim_meta(self, key: str) -> str | None:

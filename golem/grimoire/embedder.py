@@ -105,7 +105,9 @@ def _trim_heap() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def _read_signature(model_dir: Path) -> ModelSignature:
+def read_signature(model_dir: Path) -> ModelSignature:
+    """The model directory's signature, read from its manifest with the model file's hash
+    checked; EmbedderUnavailable (exit 78) naming what is missing or altered."""
     missing = [n for n in (MODEL_FILE, MANIFEST_FILE, *TOKENIZER_FILES)
                if not (model_dir / n).is_file()]
     if missing:
@@ -162,7 +164,7 @@ class Embedder:
         if query_cache_size < 0:
             raise ValueError(f"query_cache_size: must be >= 0, got {query_cache_size}")
         model_dir = Path(model_dir)
-        signature = _read_signature(model_dir)
+        signature = read_signature(model_dir)
         try:
             _register()
             threads = threads or default_threads()

@@ -36,6 +36,7 @@ from golem.grimoire import recall as rc
 from golem.grimoire.agent_memory import render_recall
 from golem.grimoire.decay import DecayReport, plan_and_apply_decay
 from golem.grimoire.embedder import Embedder
+from golem.grimoire.episode_files import EPISODES_DIR
 from golem.grimoire.episodes import EpisodeStore
 from golem.grimoire.errors import InvalidMemory, NamespaceRefused
 from golem.grimoire.knowledge import KnowledgeMaintenance
@@ -68,7 +69,7 @@ log = structlog.get_logger("golem.grimoire")
 
 T = TypeVar("T")
 
-EPISODES_DIR = "episodes"
+
 MEMORY_DIR = "memory"  # scratch.md, the working-memory write-ahead log
 
 

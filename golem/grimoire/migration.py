@@ -16,8 +16,8 @@ import structlog
 
 from golem.config import Config
 from golem.grimoire.embedder import Embedder
+from golem.grimoire.episode_files import EPISODES_DIR
 from golem.grimoire.episodes import EpisodeStore
-from golem.grimoire.grimoire import EPISODES_DIR
 from golem.grimoire.semantic import SemanticStore
 from golem.grimoire.store_files import SEMANTIC_FILE
 

@@ -11,6 +11,7 @@ shielded under ``runtime.cleanup_timeout_s``.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -26,7 +27,7 @@ from anyio import TASK_STATUS_IGNORED
 from anyio.abc import TaskStatus
 
 from golem.config import LOOP_NAMES, Config, speed_label
-from golem.errors import EXIT_OK, GolemError, StateError
+from golem.errors import EXIT_CANTCREAT, EXIT_OK, GolemError, StateError
 from golem.events import (
     EVENTS_FILE,
     EventBus,
@@ -43,6 +44,16 @@ from golem.runtime.notify import SystemdNotifier
 from golem.runtime.state import ErrorRecord, LoopCounters, StateStore
 
 log = structlog.get_logger("golem.runtime")
+
+# What a failed write says when the disk is full, across SQLite, LanceDB and the OS.
+_NO_SPACE = ("no space left on device", "database or disk is full", "disk quota exceeded",
+             "[errno 28]", "enospc")
+
+
+def out_of_space(message: str) -> bool:
+    """Whether an error message says the disk is full."""
+    text = message.lower()
+    return any(marker in text for marker in _NO_SPACE)
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,8 @@ class Daemon:
         self._bus: EventBus | None = None
         self._forced = False
         self._tg: anyio.abc.TaskGroup | None = None
+        self._startup: anyio.CancelScope | None = None
+        self.exit_code = EXIT_OK
 
     @property
     def clock(self) -> Clock:
@@ -105,6 +118,31 @@ class Daemon:
         return self._clock
 
     async def run(self) -> int:
+        """Run until stopped; returns the exit status: 0 after a requested stop (also
+        during start-up: whatever opened is closed, nothing half-written blocks the next
+        start), 73 when the data dir ran out of space (``runtime.min_free_mb``)."""
+        code, error = EXIT_OK, None
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            # Signals are ours from the first moment: a SIGTERM while the model loads or
+            # the market replays stops cleanly instead of killing the process.
+            await tg.start(self._watch_signals)
+            try:
+                with anyio.CancelScope() as startup:
+                    self._startup = startup
+                    code = await self._run_locked()
+                if startup.cancelled_caught:
+                    log.info("golem stopped during start-up", reason=self.stop_reason)
+                    code = EXIT_OK
+            except Exception as exc:  # raised as itself, not inside an ExceptionGroup
+                error = exc
+            finally:
+                tg.cancel_scope.cancel()
+        if error is not None:
+            raise error
+        return code
+
+    async def _run_locked(self) -> int:
         data_dir = self.config.data_dir
         try:
             data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -131,13 +169,19 @@ class Daemon:
         self._events_log = EventLog(cfg.data_dir / EVENTS_FILE, cfg.events.max_bytes,
                                     cfg.events.keep)
         self._bus = EventBus(self.clock.now, self._events_log)
-        async with AsyncExitStack() as components:
+        components = AsyncExitStack()
+        try:
             if self.setup is not None:
                 # Components (the Grimoire, ...) open before READY=1 and register their
                 # tick handlers; they close after the loops have stopped.
                 await self.setup(SetupContext(cfg, self.clock, self._bus, self.registry,
                                               self.request_stop), components)
             return await self._run_loops(store, counters, meta)
+        finally:
+            # Shielded: a stop during start-up cancels the set-up, and what it opened
+            # must still close.
+            with anyio.CancelScope(shield=True):
+                await components.aclose()
 
     async def _run_loops(self, store: StateStore, counters: dict[str, LoopCounters],
                          meta: dict[str, Any]) -> int:
@@ -175,13 +219,12 @@ class Daemon:
                  stop_at=iso(stop_at) if stop_at else None,
                  handlers=self.registry.describe(),
                  resumed_ticks={lp.name: lp.counters.ticks for lp in self.loops})
+        self._startup = None  # from here a signal stops the loops, not the start-up
         try:
             async with anyio.create_task_group() as outer:
-                self._tg = outer
-                # Signal handlers go in before READY=1, so a stop request right after
-                # start-up is always handled gracefully.
-                await outer.start(self._watch_signals)
                 self.notifier.ready(self._status_line())
+                if cfg.runtime.min_free_mb:
+                    outer.start_soon(self._watch_disk)
                 outer.start_soon(self.clock.run)
                 outer.start_soon(self._flush_periodically)
                 if self.notifier.watchdog_period_s:
@@ -194,10 +237,11 @@ class Daemon:
             await self._shutdown(crash=exc)
             raise
         await self._shutdown()
-        return EXIT_OK
+        return self.exit_code
 
     def request_stop(self, reason: str) -> None:
-        """First call: graceful stop. Second call: cancel ticks in flight."""
+        """First call: graceful stop. Second call: cancel ticks in flight. Called during
+        set-up (a death resumed there), the loops stop as soon as they start."""
         if self.stop_reason is not None:
             self.force_stop(f"{reason} again")
             return
@@ -230,7 +274,16 @@ class Daemon:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             task_status.started()
             async for signum in signals:
-                self.request_stop(signal.Signals(signum).name)
+                name = signal.Signals(signum).name
+                if self._startup is None:
+                    self.request_stop(name)
+                    continue
+                # Start-up is cancelled: what has opened closes (shielded), nothing else
+                # runs; a blocking step in a worker thread finishes first.
+                self.stop_reason = self.stop_reason or name
+                log.info("stop requested during start-up; closing what has opened",
+                         reason=name)
+                self._startup.cancel()
 
     async def _flush_periodically(self) -> None:
         interval = self.config.runtime.state_flush_interval_s
@@ -262,6 +315,35 @@ class Daemon:
         self._pending.dirty = True
         if report.error is not None:
             self._pending.errors.append(report.error)
+            if out_of_space(report.error.message):
+                self._stop_for_space(f"{report.error.loop} tick failed: "
+                                     f"{report.error.message}")
+
+    async def _watch_disk(self) -> None:
+        """Stop before the disk is full: below ``runtime.min_free_mb`` free on the data
+        dir's filesystem, no new tick starts (checked every wall second)."""
+        floor = self.config.runtime.min_free_mb << 20
+        while True:
+            try:
+                free = shutil.disk_usage(self.config.data_dir).free
+            except OSError as exc:
+                log.warning("cannot read free disk space", error=str(exc))
+            else:
+                if free < floor:
+                    self._stop_for_space(f"{free >> 20} MB free on the data dir's disk, "
+                                         f"below runtime.min_free_mb = "
+                                         f"{self.config.runtime.min_free_mb}")
+            await anyio.sleep(1.0)
+
+    def _stop_for_space(self, why: str) -> None:
+        """Out of space: stop (exit 73) rather than let ticks fail while the golem clock
+        runs on. Free space, then start again: nothing written is lost."""
+        if self.exit_code == EXIT_CANTCREAT:
+            return
+        self.exit_code = EXIT_CANTCREAT
+        log.error("disk full: stopping; free space on the data dir's disk and start again",
+                  data_dir=str(self.config.data_dir), why=why)
+        self.request_stop("disk full")
 
     async def _flush(self, final: dict[str, Any] | None = None) -> None:
         store = self._store
@@ -292,8 +374,12 @@ class Daemon:
             ticks: dict[str, int] = {lp.name: lp.counters.ticks for lp in self.loops}
             if self._bus is not None:
                 self._bus.emit(RuntimeStopped(reason, ticks))
-            await self._flush({"clean_shutdown": crash is None, "last_stop": {
-                "reason": reason, "wall": time.time(), "golem": self.clock.now()}})
+            try:
+                await self._flush({"clean_shutdown": crash is None, "last_stop": {
+                    "reason": reason, "wall": time.time(), "golem": self.clock.now()}})
+            except (StateError, OSError) as exc:  # a full disk: the last flush stands
+                log.error("final state flush failed; counters lag by the last interval",
+                          error=str(exc))
         if bounded.cancelled_caught:
             log.error("final flush did not finish in time; state may lag",
                       timeout_s=self.config.runtime.cleanup_timeout_s)

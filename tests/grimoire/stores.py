@@ -18,8 +18,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from golem.grimoire.episode_files import EPISODES_DIR
 from golem.grimoire.episodes import EpisodeStore
-from golem.grimoire.grimoire import EPISODES_DIR, MEMORY_DIR, SEMANTIC_FILE
+from golem.grimoire.grimoire import MEMORY_DIR, SEMANTIC_FILE
 from golem.grimoire.scratch import ScratchLog
 from golem.grimoire.semantic import SemanticStore
 from golem.grimoire.signature import ModelSignature
