@@ -119,7 +119,10 @@ def _cmd_run(config_path: Path, stop_after: float | None,
         daemon = Daemon(config, registry, stop_after=stop_after, notifier=notifier,
                         admit=refuse_if_dead)
     try:
-        return anyio.run(daemon.run, backend_options={"use_uvloop": True})
+        code: int = anyio.run(daemon.run, backend_options={"use_uvloop": True})
+        if code != EXIT_OK:
+            _fail(daemon.exit_reason, code)
+        return code
     except GolemError as exc:
         log.error("golem cannot run", error=str(exc), exit_code=exc.exit_code)
         _fail(str(exc), exc.exit_code)

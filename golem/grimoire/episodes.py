@@ -214,7 +214,8 @@ class EpisodeStore:
         except GrimoireError:
             raise
         except Exception as exc:
-            raise GrimoireError(f"episode store {self.directory}: {what} failed: {exc}") from exc
+            raise GrimoireError(f"episode store {self.directory}: {what} failed: "
+                                f"{vendor_problem(exc)}") from exc
 
     # ----- writes ---------------------------------------------------------------------------
 

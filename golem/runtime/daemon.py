@@ -111,6 +111,7 @@ class Daemon:
         self._tg: anyio.abc.TaskGroup | None = None
         self._startup: anyio.CancelScope | None = None
         self.exit_code = EXIT_OK
+        self.exit_reason = ""  # why exit_code is not 0, for the operator's one line
 
     @property
     def clock(self) -> Clock:
@@ -341,6 +342,7 @@ class Daemon:
         if self.exit_code == EXIT_CANTCREAT:
             return
         self.exit_code = EXIT_CANTCREAT
+        self.exit_reason = f"disk full, stopped: {why}; free space and start again"
         log.error("disk full: stopping; free space on the data dir's disk and start again",
                   data_dir=str(self.config.data_dir), why=why)
         self.request_stop("disk full")

@@ -1,0 +1,176 @@
+"""A damaged episode store is refused, named and rebuilt; backups copy a running golem
+consistently and restore into a golem that starts (real files, a real simulated chain)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from golem.chain.cursor import read_cursors
+from golem.cli import run_cli
+from golem.config import Config, load_config
+from golem.errors import EXIT_OK, EXIT_SOFTWARE
+from golem.logging import configure_logging
+from golem.runtime.daemon import Daemon
+from golem.runtime.handlers import HandlerRegistry
+from golem.wiring import setup
+
+from .conftest import REPO, child_env, config_text, golem_cmd, run_golem, stored_episode_ids
+
+MODEL = REPO / "models" / "all-minilm-l6-v2-int8"
+
+
+def sim_config(tmp_path: Path, name: str = "golem.toml", data: str = "data",
+               **extra: dict[str, object]) -> tuple[Path, Config]:
+    sections: dict[str, dict[str, object]] = {
+        "golem": {"data_dir": data, "seed": 7}, "grimoire": {"model_dir": str(MODEL)},
+        "logging": {"format": "json", "level": "warning"}}
+    for key, values in extra.items():
+        sections.setdefault(key, {}).update(values)
+    path = tmp_path / name
+    path.write_text(config_text(sections))
+    return path, load_config(path)
+
+
+def run_for(config: Config, seconds: float) -> int:
+    configure_logging("warning", "json", io.StringIO())
+    daemon = Daemon(config, HandlerRegistry(), stop_after=seconds, setup=setup)
+    code: int = anyio.run(daemon.run, backend_options={"use_uvloop": True})
+    return code
+
+
+def lance_table(config: Config) -> Path:
+    (table,) = (config.data_dir / "episodes").glob("episodes-*.lance")
+    return table
+
+
+def latest_manifest(config: Config) -> Path:
+    # Lance names manifests by u64::MAX - version: the smallest name is the newest.
+    return min((lance_table(config) / "_versions").glob("*.manifest"))
+
+
+def referenced_data_file(config: Config) -> Path:
+    """A data file the latest version reads: the manifest names it."""
+    manifest = latest_manifest(config).read_bytes()
+    for path in sorted((lance_table(config) / "data").glob("*.lance")):
+        if path.name.encode() in manifest:
+            return path
+    raise AssertionError("the latest manifest names no data file")
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_a_damaged_episode_store_is_refused_named_and_rebuilt_into_the_same_ids(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, config = sim_config(tmp_path)
+    assert run_for(config, 200) == EXIT_OK
+    before = set(stored_episode_ids(config))
+    assert len(before) > 30
+    cursor = read_cursors(config.data_dir / "chain")[0]["cursor"]
+    assert run_cli(["check", "--config", str(path)]) == EXIT_OK
+    capsys.readouterr()
+
+    victim = referenced_data_file(config)
+    victim.unlink()
+    assert run_cli(["check", "--config", str(path)]) == EXIT_SOFTWARE
+    out = capsys.readouterr().out
+    assert "BAD  episodes" in out and victim.name in out and "rebuild-episodes" in out
+    assert run_cli(["run", "--config", str(path), "--stop-after", "10s"]) == EXIT_SOFTWARE
+    line = one_error_line(capsys)
+    assert "episode store" in line and "damaged" in line and "rebuild-episodes" in line
+
+    assert run_cli(["memory", "rebuild-episodes", "--config", str(path)]) == EXIT_OK
+    said = capsys.readouterr().out
+    assert "episodes.damaged-" in said and f"..{cursor}" in said
+    assert len(list(config.data_dir.glob("episodes.damaged-*"))) == 1
+    assert run_cli(["check", "--config", str(path)]) == EXIT_OK
+    assert run_for(config, 60) == EXIT_OK  # captures the chain again, then goes on
+    after = stored_episode_ids(config)
+    assert len(after) == len(set(after))
+    assert before <= set(after)  # every episode is back under its own id
+
+
+def test_a_truncated_manifest_is_refused_with_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, config = sim_config(tmp_path)
+    assert run_for(config, 60) == EXIT_OK
+    manifest = latest_manifest(config)
+    os.truncate(manifest, manifest.stat().st_size // 2)
+    assert run_cli(["run", "--config", str(path), "--stop-after", "10s"]) == EXIT_SOFTWARE
+    line = one_error_line(capsys)
+    assert "episode store" in line and "unreadable" in line and "rebuild-episodes" in line
+    assert run_cli(["check", "--config", str(path)]) == EXIT_SOFTWARE
+
+
+def test_backup_of_a_running_golem_restores_into_a_golem_that_starts(tmp_path: Path) -> None:
+    path, config = sim_config(tmp_path, clock={"speed": 20})
+    golem = subprocess.Popen(golem_cmd("run", "--config", str(path)), env=child_env(),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (config.data_dir / "episodes" / "store.json").exists() or \
+                not read_cursors(config.data_dir / "chain"):
+            assert golem.poll() is None, golem.communicate()[1]
+            assert time.monotonic() < deadline, "the golem captured nothing in 2 minutes"
+            time.sleep(0.5)
+        time.sleep(3)  # capture is writing while we copy
+        backup = tmp_path / "backup"
+        made = run_golem("backup", "--config", str(path), "--to", str(backup), timeout=120)
+        assert made.returncode == 0, made.stderr
+        assert golem.poll() is None, "the golem stopped while it was backed up"
+    finally:
+        golem.send_signal(signal.SIGTERM)
+        _, err = golem.communicate(timeout=60)
+        assert golem.returncode == 0, err
+
+    manifest = json.loads((backup / "BACKUP.json").read_text())
+    assert manifest["episodes"] > 0
+    assert oct((backup / "wallet" / "key").stat().st_mode & 0o777) == "0o600"
+    assert not (backup / "golem.lock").exists()
+    restored_path, restored = sim_config(tmp_path, "restored.toml", "restored")
+    put = run_golem("restore", "--config", str(restored_path), "--from", str(backup))
+    assert put.returncode == 0, put.stderr
+    deep = run_golem("check", "--deep", "--config", str(restored_path))
+    assert deep.returncode == 0, deep.stdout
+    # The copy is the source at one point: every episode in it is in the source, and every
+    # source episode at or below the copy's capture cursor is in the copy.
+    copied = stored_episode_ids(restored)
+    assert len(copied) == manifest["episodes"] == len(set(copied))
+    source = set(stored_episode_ids(config))
+    assert set(copied) <= source
+    cursor = read_cursors(restored.data_dir / "chain")[0]["cursor"]
+    blocks = _blocks_of(config)
+    assert {i for i in source if blocks[i] <= cursor} <= set(copied)
+    # and the restored golem runs
+    assert run_golem("run", "--config", str(restored_path), "--stop-after", "30s",
+                     timeout=180).returncode == 0
+    refused = run_golem("restore", "--config", str(restored_path), "--from", str(backup))
+    assert refused.returncode == 73 and "--force" in refused.stderr
+
+
+def _blocks_of(config: Config) -> dict[str, int]:
+    from golem.grimoire.grimoire import Grimoire  # noqa: PLC0415 - heavy
+
+    async def read() -> dict[str, int]:
+        g = await Grimoire.open(config, now=lambda: 0.0)
+        try:
+            return await g.scan_episodes(lambda batches: {
+                e.id: e.block_number for batch in batches
+                for e in batch})
+        finally:
+            await g.close()
+
+    out: dict[str, int] = anyio.run(read)
+    return out
