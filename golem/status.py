@@ -7,6 +7,7 @@ opened read-only.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ def collect_status(config: Config) -> dict[str, Any]:
         "death": describe_death(data_dir),
         "lineage": _lineage(data_dir),
         "wallet": _wallet(data_dir),
+        "disk": _disk(data_dir, config.runtime.min_free_mb),
     }
     if config.mortality.enabled and data_dir.exists():
         report["vitality"] = vitality_status(data_dir)
@@ -162,6 +164,17 @@ def _size(path: Path) -> int:
     return total
 
 
+def _disk(data_dir: Path, floor_mb: int) -> dict[str, Any] | None:
+    """Free space on the data dir's filesystem against runtime.min_free_mb."""
+    where = data_dir if data_dir.exists() else data_dir.parent
+    try:
+        free_mb = shutil.disk_usage(where).free >> 20
+    except OSError:
+        return None
+    return {"free_mb": free_mb, "floor_mb": floor_mb, "low": bool(floor_mb) and
+            free_mb < floor_mb}
+
+
 def render_status(report: dict[str, Any]) -> str:
     lines = [f"golem {report['name']}: "
              + (f"running (pid {report['pid']})" if report["running"] else "not running")]
@@ -175,6 +188,12 @@ def render_status(report: dict[str, Any]) -> str:
         stop = report.get("last_stop")
         if stop and not report["running"]:
             lines.append(f"  last stop  {stop.get('reason')}")
+    disk = report.get("disk")
+    if disk:
+        low = ("  BELOW the floor: golem run stops with exit 73 until space is freed"
+               if disk["low"] else "")
+        lines.append(f"  disk       {disk['free_mb']} MB free (runtime.min_free_mb = "
+                     f"{disk['floor_mb']}){low}")
     lines.extend(_vitality_lines(report))
     lines.append(f"  actions    {report['actions']}")
     lines.extend(_lineage_lines(report.get("lineage"), report.get("wallet")))

@@ -89,7 +89,10 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
     else:
         learning = maintenance
     ctx.registry.register("delta", WhileAlive(learning, keeper))
-    _schedule_jobs(ctx, stack, maintenance.jobs(ctx.config.loop("delta").interval_s), keeper)
+    from golem.integrity.check import integrity_job  # noqa: PLC0415
+
+    _schedule_jobs(ctx, stack, [*maintenance.jobs(ctx.config.loop("delta").interval_s),
+                                integrity_job(ctx.config.data_dir)], keeper)
     from golem.mortality.inherited_replay import InheritedReplay  # noqa: PLC0415
 
     replay = await InheritedReplay.open(ctx.config, grimoire)

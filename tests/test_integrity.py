@@ -7,12 +7,14 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from golem.cli import run_cli
 from golem.errors import EXIT_SOFTWARE, StateError
 from golem.grimoire.errors import StoreCorrupt
 from golem.grimoire.semantic_db import SemanticDb
+from golem.integrity.check import integrity_job
 from golem.runtime.state import connect_durable
 
 from .conftest import run_daemon
@@ -68,3 +70,20 @@ def test_golem_run_refuses_a_damaged_state_db_with_one_line(
     assert run_cli(["run", "--config", str(path), "--stop-after", "1s"]) == EXIT_SOFTWARE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(state) in err[0] and "damaged" in err[0], err
+
+
+def test_the_daily_integrity_job_and_golem_check_name_a_damaged_file(
+        make_config: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    path, cfg = make_config(chain={"mode": "off"})
+    assert run_daemon(cfg, stop_after=600)[0] == 0
+    job = integrity_job(cfg.data_dir)
+    assert anyio.run(job.run) == {"sqlite_checked": 1, "sqlite_damaged": 0}
+    assert run_cli(["check", "--deep", "--config", str(path)]) == 0
+    state = cfg.data_dir / "state.db"
+    fill(state)
+    garble_page(state, 2)
+    assert anyio.run(job.run) == {"sqlite_checked": 1, "sqlite_damaged": 1}
+    capsys.readouterr()
+    assert run_cli(["check", "--deep", "--config", str(path)]) == EXIT_SOFTWARE
+    out = capsys.readouterr().out
+    assert "BAD  state.db" in out and "golem restore" in out and "1 damaged" in out

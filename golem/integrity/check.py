@@ -12,8 +12,15 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio.to_thread
+import structlog
+
 from golem.grimoire.episode_files import EPISODES_DIR, verify_episode_store
 from golem.grimoire.errors import StoreCorrupt
+from golem.runtime.jobs import Job, JobCounters
+
+log = structlog.get_logger("golem.integrity")
+DAILY = 86_400.0
 
 # Directories inside a data dir that are not live stores: stores moved aside, backups.
 _SET_ASIDE = (".damaged-", ".restored-aside-")
@@ -77,3 +84,22 @@ def check_data_dir(data_dir: Path, *, deep: bool) -> list[Finding]:
         if count is not None:
             findings.append(Finding(episodes, "episode store", episodes=count))
     return findings
+
+
+def integrity_job(data_dir: Path) -> Job:
+    """A daily calendar job: SQLite's full integrity_check on every SQLite file of the
+    running golem's data dir (the episode store is verified at each start). Damage is
+    logged as an error naming the file and the fix; the golem keeps running, since the
+    stores it has open keep working until a damaged page is read."""
+
+    async def run() -> JobCounters:
+        found = await anyio.to_thread.run_sync(
+            lambda: [(p, sqlite_problem(p, deep=True)) for p in sqlite_files(data_dir)])
+        damaged = [(path, problem) for path, problem in found if problem]
+        for path, problem in damaged:
+            log.error("store damaged: stop the golem, run `golem check --deep`, restore "
+                      "the file from a backup (`golem restore`)", path=str(path),
+                      problem=problem)
+        return {"sqlite_checked": len(found), "sqlite_damaged": len(damaged)}
+
+    return Job("integrity-check", DAILY, run)
