@@ -88,6 +88,11 @@ def run_cli(argv: list[str] | None = None,  # noqa: PLR0911 - one return per com
     except OSError as exc:
         _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), EXIT_FAILURE)
         return EXIT_FAILURE
+    except Exception as exc:  # a bug: the traceback goes to the log, one line to stderr
+        structlog.get_logger("golem.cli").exception("command crashed", command=args.command)
+        _fail(f"crashed: {type(exc).__name__}: {exc} (the log has the traceback; please "
+              "report it)", EXIT_FAILURE)
+        return EXIT_FAILURE
     raise AssertionError(f"unhandled command {args.command}")
 
 
