@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from golem.consolidation import baselines, causal, facts
+from golem.consolidation import baselines, causal, facts, outcomes
 from golem.consolidation.facts import FactCandidate
 from golem.grimoire.payloads import OUTCOME_CATEGORY, REVERT_CATEGORY
 from golem.grimoire.records import Episode, FactKind
@@ -38,6 +38,11 @@ class ExtractParams:
     min_reverts: int = 3
     min_revert_share: float = 0.8
     min_outcomes: int = 3
+    # Conditional outcomes: the trailing move over outcome_lookback_s, the return over
+    # outcome_horizon_s (Theta's 5 ticks of 60 s), groups of at least outcome_min_samples.
+    outcome_lookback_s: float = 600.0
+    outcome_horizon_s: float = 300.0
+    outcome_min_samples: int = 5
 
 
 def chain_events(episodes: Sequence[Episode]) -> list[Episode]:
@@ -64,6 +69,9 @@ def extract(recent: Sequence[Episode], window: tuple[float, float], params: Extr
                                min_z=params.pattern_min_z)
         if found is not None:
             out.append(found)
+    out += outcomes.conditional_outcomes(
+        window_market, lookback_s=params.outcome_lookback_s,
+        horizon_s=params.outcome_horizon_s, min_samples=params.outcome_min_samples)
     out += facts.anti_knowledge(recent, params.min_reverts, params.min_revert_share)
     out += facts.procedural(recent, params.min_outcomes)
     unique: dict[str, FactCandidate] = {}
@@ -85,6 +93,9 @@ def merge_fact(kind: FactKind | None, old: Mapping[str, Any],
         if kind == FactKind.BASELINE:
             fact = baselines.merge_baseline(old, new.fact)
             return fact, baselines.baseline_text(fact)
+        if kind == FactKind.CONDITIONAL_OUTCOME:
+            fact = outcomes.merge_outcome(old, new.fact)
+            return fact, outcomes.outcome_text(fact)
         if kind == FactKind.ANTI_KNOWLEDGE:
             fact["reverts"] = int(old["reverts"]) + int(new.fact["reverts"])
             fact["attempts"] = int(old["attempts"]) + int(new.fact["attempts"])

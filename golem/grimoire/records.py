@@ -42,6 +42,8 @@ class FactKind(StrEnum):
     CAUSAL_RELATION = "causal_relation"  # fact: {"cause", "effect", "lag_s"}
     ANTI_KNOWLEDGE = "anti_knowledge"  # fact: {"warning"}
     PROCEDURAL = "procedural"  # fact: {"strategy", "observation"}
+    # fact: {"feed", "regime", "bucket", "horizon_s", "n", "mean", "stddev", "p_up"}
+    CONDITIONAL_OUTCOME = "conditional_outcome"
 
 
 class InsightCategory(StrEnum):

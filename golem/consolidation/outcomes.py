@@ -1,0 +1,145 @@
+"""Conditional outcomes: after a move of a given size on a price feed, in a perceived
+regime, what the feed did over the next horizon (pure).
+
+The series are the oracle answers Gamma captured (``AnswerUpdated`` episodes, their
+``current`` argument, per feed address). For every answer at time t with an answer at
+or before ``t - lookback_s`` and one at or after ``t + horizon_s``, the trailing move is
+bucketed (``move_bucket``) and the forward return (first answer at or after
+``t + horizon_s`` over the answer at t, minus 1) is counted for (feed, regime at t,
+bucket). A group with at least ``min_samples`` returns becomes a fact of kind
+``conditional_outcome``: n, mean, population stddev and the share of returns above 0.
+
+A repeat sighting pools the statistics exactly, unless the new sample's mean lies more
+than ``SHIFT_Z`` standard errors from the stored one (each side with at least
+``min_samples``): the behaviour changed, and the new measurement replaces the old one
+instead of being averaged into it (the fact records what it superseded).
+
+The same ``move_bucket`` is what the offline tier looks situations up by.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from golem.consolidation.baselines import pool_of, pooled, regime_of, short, stats
+from golem.consolidation.facts import FactCandidate, sources, span
+from golem.grimoire.records import DecayClass, EntryType, Episode, FactKind, InsightCategory
+
+ORACLE_EVENT = "AnswerUpdated"
+SHIFT_Z = 3.0
+# (upper bound of the trailing move, bucket), checked in order; above the last: rose_hard.
+BUCKETS: tuple[tuple[float, str], ...] = (
+    (-0.015, "fell_hard"), (-0.005, "fell"), (0.005, "flat"), (0.015, "rose"))
+TOP_BUCKET = "rose_hard"
+_WORDS = {"fell_hard": "fell 1.5% or more", "fell": "fell 0.5-1.5%",
+          "flat": "moved less than 0.5%", "rose": "rose 0.5-1.5%",
+          "rose_hard": "rose 1.5% or more"}
+
+
+def move_bucket(move: float) -> str:
+    """The bucket of a trailing move (a fraction: -0.02 is a 2% fall)."""
+    for bound, name in BUCKETS:
+        if move <= bound:
+            return name
+    return TOP_BUCKET
+
+
+def outcome_key(feed: str, regime: str, bucket: str, horizon_s: float) -> str:
+    return f"outcome|{feed.lower()}|{regime}|{bucket}|{int(horizon_s)}"
+
+
+def _answer(e: Episode) -> float | None:
+    value = e.payload.get("args", {}).get("current") if isinstance(
+        e.payload.get("args"), Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    out = float(value)
+    return out if math.isfinite(out) and out > 0 else None
+
+
+def price_series(episodes: Sequence[Episode]) -> dict[str, list[tuple[float, float, str,
+                                                                        Episode]]]:
+    """Per feed address: (time, answer, perceived regime, episode), oldest first."""
+    out: dict[str, list[tuple[float, float, str, Episode]]] = {}
+    for e in episodes:
+        if e.payload.get("event") != ORACLE_EVENT:
+            continue
+        price = _answer(e)
+        feed = pool_of(e)
+        if price is not None and feed:
+            out.setdefault(feed, []).append((e.observed_at, price, regime_of(e), e))
+    for series in out.values():
+        series.sort(key=lambda row: (row[0], row[3].id))
+    return out
+
+
+def conditional_outcomes(episodes: Sequence[Episode], *, lookback_s: float,
+                         horizon_s: float, min_samples: int = 5) -> list[FactCandidate]:
+    """The facts of the module docstring, one per (feed, regime, bucket) group."""
+    groups: dict[tuple[str, str, str], list[tuple[float, Episode]]] = {}
+    for feed, series in sorted(price_series(episodes).items()):
+        times = [row[0] for row in series]
+        for t, price, regime, episode in series:
+            back = bisect.bisect_right(times, t - lookback_s) - 1
+            ahead = bisect.bisect_left(times, t + horizon_s)
+            if back < 0 or ahead >= len(series):
+                continue
+            move = price / series[back][1] - 1.0
+            forward = series[ahead][1] / price - 1.0
+            groups.setdefault((feed, regime, move_bucket(move)), []).append(
+                (forward, episode))
+    out = []
+    for (feed, regime, bucket), rows in sorted(groups.items()):
+        if len(rows) >= min_samples:
+            out.append(_candidate((feed, regime, bucket), rows, horizon_s=horizon_s,
+                                  lookback_s=lookback_s))
+    return out
+
+
+def outcome_text(fact: Mapping[str, Any]) -> str:
+    regime = fact["regime"]
+    minutes = int(fact["horizon_s"]) // 60
+    back = int(fact["lookback_s"]) // 60
+    return (f"After oracle feed {short(fact['feed'])} {_WORDS.get(fact['bucket'], fact['bucket'])}"
+            f" over {back} min in regime {regime}, the next {minutes} min returned mean "
+            f"{fact['mean']:+.3%} (stddev {fact['stddev']:.3%}), up in "
+            f"{fact['p_up']:.0%} of {fact['n']} cases.")
+
+
+def _candidate(group: tuple[str, str, str], rows: Sequence[tuple[float, Episode]], *,
+               horizon_s: float, lookback_s: float) -> FactCandidate:
+    feed, regime, bucket = group
+    returns = [r for r, _ in rows]
+    eps = [e for _, e in rows]
+    mean, sd = stats(returns)
+    key = outcome_key(feed, regime, bucket, horizon_s)
+    fact: dict[str, Any] = {
+        "key": key, "feed": feed, "regime": regime, "bucket": bucket,
+        "horizon_s": float(horizon_s), "lookback_s": float(lookback_s), "n": len(returns),
+        "mean": mean, "stddev": sd, "p_up": sum(r > 0 for r in returns) / len(returns)}
+    lo, hi = span(eps)
+    return FactCandidate(
+        key=key, text=outcome_text(fact), fact_kind=FactKind.CONDITIONAL_OUTCOME,
+        entry_type=EntryType.INSIGHT, category=InsightCategory.STRATEGIC_PATTERNS,
+        decay_class=DecayClass.TACTICAL,
+        confidence=min(0.8, 0.4 + 0.05 * math.log2(len(returns))),
+        fact=fact, episodes=len(eps), observed_from=lo, observed_to=hi,
+        source_episodes=sources(eps), tokens=(feed,), importance=0.6)
+
+
+def merge_outcome(old: Mapping[str, Any], new: Mapping[str, Any],
+                  min_samples: int = 5) -> dict[str, Any]:
+    """Pool a repeat sighting, or let it supersede the stored one (module docstring)."""
+    n1, m1, s1 = int(old["n"]), float(old["mean"]), float(old["stddev"])
+    n2, m2, s2 = int(new["n"]), float(new["mean"]), float(new["stddev"])
+    p1, p2 = float(old["p_up"]), float(new["p_up"])
+    if n1 >= min_samples and n2 >= min_samples:
+        error = math.sqrt(s1 * s1 / n1 + s2 * s2 / n2)
+        if error > 0 and abs(m2 - m1) / error > SHIFT_Z:
+            return {**new, "superseded": {"n": n1, "mean": m1, "stddev": s1, "p_up": p1}}
+    n, mean, sd = pooled((n1, m1, s1), (n2, m2, s2))
+    return {**new, "n": n, "mean": mean, "stddev": sd,
+            "p_up": (p1 * n1 + p2 * n2) / n if n else 0.5}

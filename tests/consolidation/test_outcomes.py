@@ -1,0 +1,94 @@
+"""Conditional outcomes from oracle answers (pure): a planted regularity is found per
+regime, repeat sightings pool, and a changed behaviour supersedes instead of averaging."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pytest
+
+from golem.consolidation import outcomes
+from golem.consolidation.extract import ExtractParams, extract, merge_fact
+from golem.grimoire.records import Episode, FactKind
+
+from .test_extract import POOL_C, T0, ep
+
+STEP = 60.0
+
+
+def answer(price: float, regime: str) -> dict[str, Any]:
+    return {"event": "AnswerUpdated", "address": POOL_C, "perceived_regime": regime,
+            "args": {"current": round(price * 1e8), "roundId": 1, "updatedAt": 0}}
+
+
+def planted(regime: str, after_drop: float, *, cycles: int = 12, seed: int = 1,
+            start: int = 0) -> list[Episode]:
+    """Answers every minute: calm wobble, then a 2% drop over 10 minutes, then the next 5
+    minutes move ``after_drop`` (positive: revert, negative: continue), and so on."""
+    rng = random.Random(seed)
+    eps, price, t, i = [], 2000.0, T0 + start * STEP, start
+    for _ in range(cycles):
+        steps = [rng.uniform(-0.0005, 0.0005) for _ in range(15)]
+        steps += [-0.002] * 10 + [after_drop / 5] * 5
+        for step in steps:
+            price *= 1 + step
+            eps.append(ep(i, t, answer(price, regime), category="oracle",
+                          protocol="Chainlink"))
+            i, t = i + 1, t + STEP
+    return eps
+
+
+def facts_of(eps: list[Episode]) -> dict[tuple[str, str], dict[str, Any]]:
+    found = outcomes.conditional_outcomes(eps, lookback_s=600, horizon_s=300)
+    return {(c.fact["regime"], c.fact["bucket"]): c.fact for c in found}
+
+
+def test_move_buckets() -> None:
+    assert [outcomes.move_bucket(m) for m in (-0.03, -0.01, 0.0, 0.01, 0.02)] == [
+        "fell_hard", "fell", "flat", "rose", "rose_hard"]
+
+
+def test_a_planted_regularity_is_found_per_regime() -> None:
+    facts = facts_of(planted("volatile", +0.012) + planted("trending", -0.012, start=10_000))
+    revert, carry = facts[("volatile", "fell_hard")], facts[("trending", "fell_hard")]
+    assert revert["mean"] > 0.005 and revert["p_up"] > 0.8
+    assert carry["mean"] < -0.005 and carry["p_up"] < 0.2
+    assert revert["n"] >= 5 and revert["horizon_s"] == 300.0
+    assert "fell 1.5% or more" in outcomes.outcome_text(revert)
+    calm = facts[("volatile", "flat")]
+    assert abs(calm["mean"]) < abs(revert["mean"])
+
+
+def test_extract_proposes_them_and_a_repeat_sighting_pools_exactly() -> None:
+    eps = planted("volatile", +0.012)
+    params = ExtractParams()
+    first = next(c for c in extract(eps, (T0, T0 + 10**6), params, seed=1)
+                 if c.fact_kind is FactKind.CONDITIONAL_OUTCOME
+                 and c.fact["bucket"] == "fell_hard")
+    later = planted("volatile", +0.010, seed=2, start=5000)
+    second = next(c for c in extract(later, (T0, T0 + 10**7), params, seed=1)
+                  if c.key == first.key)
+    merged, text = merge_fact(FactKind.CONDITIONAL_OUTCOME, first.fact, second)
+    assert "superseded" not in merged
+    n1, n2 = first.fact["n"], second.fact["n"]
+    assert merged["n"] == n1 + n2
+    assert merged["mean"] == pytest.approx(
+        (first.fact["mean"] * n1 + second.fact["mean"] * n2) / (n1 + n2))
+    assert f"of {n1 + n2} cases" in text
+
+
+def test_a_changed_behaviour_supersedes_instead_of_averaging() -> None:
+    before = facts_of(planted("volatile", +0.012))[("volatile", "fell_hard")]
+    after = facts_of(planted("volatile", -0.012, seed=3))[("volatile", "fell_hard")]
+    merged = outcomes.merge_outcome(before, after)
+    assert merged["mean"] == after["mean"] and merged["n"] == after["n"]
+    assert merged["superseded"]["mean"] == before["mean"]
+
+
+def test_unusable_answers_are_ignored() -> None:
+    eps = planted("calm", 0.0, cycles=2)
+    bad = [ep(90_000 + k, T0 + k, {**answer(1.0, "calm"), "args": {"current": v}})
+           for k, v in enumerate((0, -5, "x", math.nan, True))]
+    assert facts_of(eps + bad) == facts_of(eps)
