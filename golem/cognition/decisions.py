@@ -47,6 +47,9 @@ class Decision:
     actions: tuple[ProposedAction, ...] = ()
     referenced: tuple[str, ...] = ()
     missing_context: tuple[str, ...] = ()
+    # (entry uri, how much it moved the predicted mean return), largest first: which
+    # knowledge drove the prediction (the offline tier; empty when nothing learned did)
+    attribution: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,10 @@ def parse_decision(text: str) -> Decision | Malformed:
 
 
 def decision_to_dict(decision: Decision) -> dict[str, Any]:
-    return asdict(decision)
+    """The decision in the model's schema (the attribution is ours, never the model's)."""
+    data = asdict(decision)
+    del data["attribution"]
+    return data
 
 
 def _json_object(text: str) -> str | None:

@@ -54,7 +54,13 @@ from golem.governor.feedback import FeedbackSample, run_loop2
 from golem.governor.governor import Assembly, ContextGovernor, LiveItem
 from golem.governor.policy_store import PolicyConflict, PolicyStore
 from golem.governor.workspace import CognitiveWorkspace
-from golem.perception.market import PricePoint, move_label, move_phrase
+from golem.perception.market import (
+    BUCKET_WORDS,
+    PricePoint,
+    move_bucket,
+    move_label,
+    move_phrase,
+)
 from golem.runtime.handlers import TickContext, TickCounters
 
 if TYPE_CHECKING:
@@ -184,7 +190,8 @@ class ThetaCycle:
         ws = assembly.workspace
         frame, keyframe, links, share = self._frames.next(
             ws, phase=seen.phase, regime=seen.regime, now=ctx.clock.now())
-        entries = tuple(offline.Entry(p.candidate.source, p.candidate.category.value, p.content)
+        entries = tuple(offline.Entry(p.candidate.source, p.candidate.category.value, p.content,
+                                      p.candidate.knowledge)
                         for block in ws.blocks if not block.echo for p in block.items)
         sent_tokens = ws.used if keyframe is None else \
             keyframe.used + round(share * ws.total_budget)
@@ -288,7 +295,8 @@ class ThetaCycle:
                               self.cage, NO_POSITIONS).accepted:
             pool = ""  # the cage would refuse any trade there: the offline tier holds
         situation = offline.Situation(feed or "no feed", prices, entries, escalated,
-                                      holdings, pool, self.cage.max_notional_usd)
+                                      holdings, pool, self.cage.max_notional_usd,
+                                      market_regime(prices).value)
         if tier is Tier.T0 or self.model is None:
             return Thought(offline.decide(situation), offline.PROVIDER, "", "ok")
         made = await self.model.decide(tier, ws, strategy=self._strategy,
@@ -322,9 +330,15 @@ class ThetaCycle:
         its vector comes from the embedder's cache. The model gets the exact move in
         ``_situation``."""
         label = move_label(prices)
-        kind = (f"market {label}, {market_regime(prices).value} regime" if label
-                else "market state unknown")
-        return f"{kind}: large swaps, liquidations, warnings, price feed {feed or ''}"
+        regime = market_regime(prices).value
+        kind = (f"market {label}, {regime} regime" if label else "market state unknown")
+        query = f"{kind}: large swaps, liquidations, warnings, price feed {feed or ''}"
+        move = prices[-1].price / prices[0].price - 1.0 if len(prices) >= 2 and \
+            prices[0].price > 0 else None
+        if feed and move is not None:  # the learned outcomes of situations like this one
+            query += (f"; after oracle feed {feed} {BUCKET_WORDS[move_bucket(move)]} in "
+                      f"regime {regime}, what the next minutes returned")
+        return query
 
     @staticmethod
     def _situation(feed: str | None, prices: tuple[PricePoint, ...]) -> str:

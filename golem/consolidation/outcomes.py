@@ -14,7 +14,8 @@ than ``SHIFT_Z`` standard errors from the stored one (each side with at least
 ``min_samples``): the behaviour changed, and the new measurement replaces the old one
 instead of being averaged into it (the fact records what it superseded).
 
-The same ``move_bucket`` is what the offline tier looks situations up by.
+The buckets (``golem.perception.market.move_bucket``) are what the offline tier looks
+situations up by.
 """
 
 from __future__ import annotations
@@ -24,27 +25,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from golem.consolidation.baselines import pool_of, pooled, regime_of, short, stats
+from golem.consolidation.baselines import pool_of, pooled, regime_of, stats
 from golem.consolidation.facts import FactCandidate, sources, span
 from golem.grimoire.records import DecayClass, EntryType, Episode, FactKind, InsightCategory
+from golem.perception.market import BUCKET_WORDS, move_bucket
 
 ORACLE_EVENT = "AnswerUpdated"
 SHIFT_Z = 3.0
-# (upper bound of the trailing move, bucket), checked in order; above the last: rose_hard.
-BUCKETS: tuple[tuple[float, str], ...] = (
-    (-0.015, "fell_hard"), (-0.005, "fell"), (0.005, "flat"), (0.015, "rose"))
-TOP_BUCKET = "rose_hard"
-_WORDS = {"fell_hard": "fell 1.5% or more", "fell": "fell 0.5-1.5%",
-          "flat": "moved less than 0.5%", "rose": "rose 0.5-1.5%",
-          "rose_hard": "rose 1.5% or more"}
-
-
-def move_bucket(move: float) -> str:
-    """The bucket of a trailing move (a fraction: -0.02 is a 2% fall)."""
-    for bound, name in BUCKETS:
-        if move <= bound:
-            return name
-    return TOP_BUCKET
 
 
 def outcome_key(feed: str, regime: str, bucket: str, horizon_s: float) -> str:
@@ -103,8 +90,9 @@ def outcome_text(fact: Mapping[str, Any]) -> str:
     regime = fact["regime"]
     minutes = int(fact["horizon_s"]) // 60
     back = int(fact["lookback_s"]) // 60
-    return (f"After oracle feed {short(fact['feed'])} {_WORDS.get(fact['bucket'], fact['bucket'])}"
-            f" over {back} min in regime {regime}, the next {minutes} min returned mean "
+    words = BUCKET_WORDS.get(fact["bucket"], fact["bucket"])
+    return (f"After oracle feed {fact['feed']} {words} over {back} min in regime {regime}, "
+            f"the next {minutes} min returned mean "
             f"{fact['mean']:+.3%} (stddev {fact['stddev']:.3%}), up in "
             f"{fact['p_up']:.0%} of {fact['n']} cases.")
 

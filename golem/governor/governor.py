@@ -20,10 +20,10 @@ from golem.governor.attention import AttentionInputs, attention_score
 from golem.governor.budget import phase_budget
 from golem.governor.categories import Category, MarketRegime, Phase
 from golem.governor.policy import ContextPolicy
-from golem.governor.workspace import Candidate, CognitiveWorkspace
+from golem.governor.workspace import Candidate, CognitiveWorkspace, Knowledge
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.recall import Hit
-from golem.grimoire.records import EntryType, Episode
+from golem.grimoire.records import EntryType, Episode, SemanticEntry
 
 RECALL_K = 30
 MAX_ANTI_KNOWLEDGE = 5  # attached anti-knowledge is hard context: keep it bounded
@@ -74,8 +74,12 @@ def hit_candidate(hit: Hit, vitality: float, escalated: bool = False) -> Candida
         confidence=_unit(hit.score.confidence), recency=_unit(hit.score.temporal),
         curiosity=_unit(max(curiosity, 0.8 if escalated else 0.0)),
         affect=_unit(hit.score.emotional)), vitality)
+    record = hit.record
+    knowledge = (Knowledge(record.fact_kind.value, record.fact, record.confidence)
+                 if isinstance(record, SemanticEntry) and record.fact_kind and record.fact
+                 else None)
     return Candidate(id=hit.id, category=category, source=hit.uri, text=hit.text,
-                     score=score.total, untrusted=hit.kind == "episode")
+                     score=score.total, untrusted=hit.kind == "episode", knowledge=knowledge)
 
 
 def live_candidate(item: LiveItem, vitality: float) -> Candidate:

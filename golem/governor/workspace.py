@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from golem.governor.categories import HARD, Category, MarketRegime, Phase
 
@@ -35,6 +36,16 @@ def one_line(text: str, max_chars: int = SUMMARY_MAX_CHARS) -> str:
 
 
 @dataclass(frozen=True)
+class Knowledge:
+    """A consolidated fact's numbers, carried beside its text for a reasoner that reads
+    them (the offline tier): its kind (a FactKind value), the fact, its confidence."""
+
+    kind: str
+    fact: Mapping[str, Any] = field(hash=False)
+    confidence: float = 0.0
+
+
+@dataclass(frozen=True)
 class Candidate:
     """One thing that could enter the context: a recalled memory or a piece of live state.
 
@@ -52,6 +63,7 @@ class Candidate:
     summary: str = ""  # empty: derived from the text's first line
     hard: bool = False
     untrusted: bool = False
+    knowledge: Knowledge | None = None
     text_tokens: int = field(init=False)
     summary_tokens: int = field(init=False)
 

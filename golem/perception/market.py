@@ -16,6 +16,23 @@ LARGE_RATIO, VERY_LARGE_RATIO = 5.0, 20.0
 # price move over the window -> label, checked in order
 MOVES: tuple[tuple[float, str], ...] = (
     (-0.05, "crashing"), (-0.015, "falling"), (0.05, "surging"), (0.015, "rising"))
+# Trailing move over WINDOW_S -> the bucket consolidation counts conditional outcomes by
+# and the offline tier looks situations up by: (upper bound, bucket), checked in order;
+# above the last bound: TOP_BUCKET.
+MOVE_BUCKETS: tuple[tuple[float, str], ...] = (
+    (-0.015, "fell_hard"), (-0.005, "fell"), (0.005, "flat"), (0.015, "rose"))
+TOP_BUCKET = "rose_hard"
+BUCKET_WORDS = {"fell_hard": "fell 1.5% or more", "fell": "fell 0.5-1.5%",
+                "flat": "moved less than 0.5%", "rose": "rose 0.5-1.5%",
+                "rose_hard": "rose 1.5% or more"}
+
+
+def move_bucket(move: float) -> str:
+    """The bucket of a trailing move (a fraction: -0.02 is a 2% fall)."""
+    for bound, name in MOVE_BUCKETS:
+        if move <= bound:
+            return name
+    return TOP_BUCKET
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from hypothesis import given
@@ -43,4 +44,5 @@ def test_the_offline_decision_round_trips_through_the_model_schema(values: list[
     decision = decide(Situation("ETH/USD", _prices(*values), (WARNING,)))
     data = decision_to_dict(decision)
     parsed = parse_decision(json.dumps(data))
-    assert isinstance(parsed, Decision) and parsed == decision
+    assert isinstance(parsed, Decision) and parsed == dataclasses.replace(decision,
+                                                                         attribution=())

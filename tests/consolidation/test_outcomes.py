@@ -12,6 +12,7 @@ import pytest
 from golem.consolidation import outcomes
 from golem.consolidation.extract import ExtractParams, extract, merge_fact
 from golem.grimoire.records import Episode, FactKind
+from golem.perception.market import move_bucket
 
 from .test_extract import POOL_C, T0, ep
 
@@ -46,7 +47,7 @@ def facts_of(eps: list[Episode]) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def test_move_buckets() -> None:
-    assert [outcomes.move_bucket(m) for m in (-0.03, -0.01, 0.0, 0.01, 0.02)] == [
+    assert [move_bucket(m) for m in (-0.03, -0.01, 0.0, 0.01, 0.02)] == [
         "fell_hard", "fell", "flat", "rose", "rose_hard"]
 
 

@@ -1,0 +1,77 @@
+"""The offline tier decides from the learned outcomes in its workspace (pure)."""
+
+from __future__ import annotations
+
+import math
+
+from golem.cognition.offline import (
+    OTHER_REGIME_WEIGHT,
+    SWAP_COST,
+    Entry,
+    Situation,
+    decide,
+)
+from golem.governor.workspace import Knowledge
+from golem.perception.market import PricePoint
+
+FEED = "0x00000000000000000000000000000000000000cc"
+POOL = "0x6d411e0a54382ed43f02410ce1c7a7c122afa6e1"
+HOLDINGS = (("USDC", 50.0), ("WETH", 50.0))
+FALL = tuple(PricePoint(1000.0 + 60 * i, p) for i, p in enumerate((2000, 1990, 1960)))  # -2%
+
+
+def outcome(uri: str, *, mean: float, p_up: float, n: int = 40, regime: str = "trending",
+            bucket: str = "fell_hard", feed: str = FEED, confidence: float = 0.7) -> Entry:
+    fact = {"feed": feed, "regime": regime, "bucket": bucket, "horizon_s": 300.0,
+            "n": n, "mean": mean, "stddev": 0.004, "p_up": p_up}
+    return Entry(uri, "insights", f"After oracle feed {feed} ...",
+                 Knowledge("conditional_outcome", fact, confidence))
+
+
+def situation(*entries: Entry, regime: str = "trending") -> Situation:
+    return Situation(FEED, FALL, entries, 0, HOLDINGS, POOL, 40.0, regime)
+
+
+def test_a_learned_reversion_turns_a_fall_into_a_buy_and_says_which_fact_did_it() -> None:
+    revert = outcome("grimoire://g/entry/revert", mean=0.012, p_up=0.9)
+    d = decide(situation(revert))
+    (p,) = d.predictions
+    assert p.direction == "up" and p.confidence > 0.7
+    (action,) = d.actions
+    assert (action.kind, action.asset_in, action.asset_out) == ("swap", "USDC", "WETH")
+    assert d.attribution[0][0] == revert.uri and d.attribution[0][1] > 0
+    assert revert.uri in d.referenced and "learned outcome" in d.analysis
+
+
+def test_without_matching_knowledge_the_interim_momentum_rule_decides() -> None:
+    elsewhere = [outcome("a", mean=0.012, p_up=0.9, feed="0x" + "dd" * 20),
+                 outcome("b", mean=0.012, p_up=0.9, bucket="rose")]
+    d = decide(situation(*elsewhere))
+    assert d.attribution == ()
+    assert d.predictions[0].direction == "down"  # momentum: the fall continues
+    assert d.actions[0].asset_in == "WETH"
+    bare = decide(situation())  # unmatched knowledge changes no prediction or action
+    assert (d.predictions, d.actions) == (bare.predictions, bare.actions)
+
+
+def test_an_edge_smaller_than_the_swap_cost_holds() -> None:
+    small = outcome("small", mean=SWAP_COST / 2, p_up=0.8)
+    d = decide(situation(small))
+    assert d.actions[0].kind == "hold" and "no edge" in d.actions[0].reason
+    assert d.attribution and d.predictions[0].direction == "up"
+
+
+def test_another_regimes_outcome_counts_less() -> None:
+    own = decide(situation(outcome("x", mean=0.02, p_up=0.9)))
+    other = decide(situation(outcome("x", mean=0.02, p_up=0.9, regime="calm")))
+    assert 0 < other.attribution[0][1] < own.attribution[0][1]
+    assert OTHER_REGIME_WEIGHT < 1
+
+
+def test_malformed_facts_are_never_used() -> None:
+    bad = [outcome("nan", mean=math.nan, p_up=0.9), outcome("neg", mean=0.01, p_up=0.9, n=-4),
+           outcome("str", mean=0.01, p_up=0.9, n="many")]  # type: ignore[arg-type]
+    good = outcome("good", mean=0.012, p_up=0.9)
+    d = decide(situation(*bad, good))
+    assert [uri for uri, _ in d.attribution] == ["good"]
+    assert "3 malformed fact(s) ignored" in d.analysis
