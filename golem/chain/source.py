@@ -1,5 +1,8 @@
 """The simulated market as a chain source: EVM, deployed market, seeded driver, journal.
 
+The EVM is revm in process (golem.chain.revm.RevmEvm): real execution of the
+market's Vyper contracts and of the golem's own signed transactions.
+
 Each Gamma tick `advance` drives the market to the golem time; capture then reads
 the chain through `reader` like any other node. The chain lives in memory, so
 every market step is journalled (golem time and dt, in the capture store) before
@@ -23,9 +26,10 @@ import structlog
 
 from golem.chain.compile import load_artifacts
 from golem.chain.cursor import CaptureStore
-from golem.chain.evm import ChainError, SimulatedEvm, TxResult
+from golem.chain.evm import ChainError, TxResult
 from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, Market, deploy_market
 from golem.chain.reader import InProcessReader
+from golem.chain.revm import RevmEvm
 from golem.chain.simulator import MarketSimulator, RegimeSwitch, StepReport
 from golem.chain.transactions import send_eth, submit_raw
 from golem.chain.watch import WatchList
@@ -38,7 +42,7 @@ RAW, FUND = "raw", "fund"
 
 
 class SimulatedSource:
-    def __init__(self, evm: SimulatedEvm, market: Market, simulator: MarketSimulator,
+    def __init__(self, evm: RevmEvm, market: Market, simulator: MarketSimulator,
                  store: CaptureStore | None = None) -> None:
         self.evm = evm
         self.market = market
@@ -73,7 +77,7 @@ class SimulatedSource:
                 genesis = int(stored_genesis)
             steps = store.sim_steps()
             golem_txs = store.sim_golem_txs()
-        evm = SimulatedEvm(genesis_timestamp=genesis)
+        evm = RevmEvm(genesis_timestamp=genesis, seed=seed)
         market = deploy_market(evm, seed)
         source = cls(evm, market, MarketSimulator(evm, market, seed), store)
         if steps or golem_txs:
