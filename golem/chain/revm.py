@@ -70,9 +70,18 @@ DEV_BALANCE = 1_000_000 * 10**18
 BLOCK_GAS_LIMIT = 30_000_000
 GENESIS_BASE_FEE = 10**9
 PRIORITY_FEE = 10**9  # what the dev accounts tip
-RETAIN_BLOCKS = 200_000  # ~a golem day of the default market
+RETAIN_BLOCKS = 20_000  # ~13 golem hours of the default market (~1.6 KB a block)
+COMPACT_EVERY = 10_000  # blocks between rebuilds of revm's state (see `compact`)
 COINBASE = "0x" + "00" * 20
 _REVERT_OUTPUT = re.compile(r"output: 0x([0-9a-fA-F]*)")
+# pyrevm 0.3.7 (revm 8) Debug text of its journaled state: the only way to list storage
+_STATE_START = "JournaledState { state: {"
+_ACCOUNT = re.compile(
+    r"(0x[0-9a-f]{40}): Account \{ info: AccountInfo \{ balance: (\d+), nonce: (\d+), "
+    r"code_hash: 0x[0-9a-f]{64}, code: (.*?), storage: \{(.*?)\}, "
+    r"status: AccountStatus\((.*?)\) \}")
+_CODE = re.compile(r"bytecode: 0x([0-9a-f]*), state: (?:Raw|\w+ \{ len: (\d+))")
+_SLOT = re.compile(r"(\d+): \w+ \{ previous_or_original_value: \d+, present_value: (\d+)")
 _ZERO = "0x" + "00" * 32
 
 
@@ -94,17 +103,26 @@ class _Block:
     receipts: tuple[Receipt, ...]
 
 
-def _u(value: int) -> bytes:
-    return value.to_bytes((value.bit_length() + 7) // 8, "big")
+@dataclass(frozen=True)
+class AccountState:
+    """One account of the chain's state: what `RevmEvm.state_dump` lists."""
+
+    balance: int
+    nonce: int
+    code: bytes
+    storage: Mapping[int, int]
 
 
 class RevmEvm:
     """A private in-process chain with 40 funded dev accounts (revm through pyrevm)."""
 
     def __init__(self, chain_id: int = 31337, genesis_timestamp: int = GENESIS_TIMESTAMP,
-                 seed: int = 0, retain_blocks: int = RETAIN_BLOCKS) -> None:
-        if retain_blocks < 1:
-            raise ValueError(f"retain_blocks must be positive, got {retain_blocks}")
+                 seed: int = 0, retain_blocks: int = RETAIN_BLOCKS,
+                 compact_every: int = COMPACT_EVERY) -> None:
+        if retain_blocks < 1 or compact_every < 1:
+            raise ValueError(f"retain_blocks and compact_every must be positive, got "
+                             f"{retain_blocks} and {compact_every}")
+        self._compact_every = compact_every
         self.chain_id = chain_id
         self.seed = seed
         self._keys: dict[str, PrivateKey] = {}
@@ -114,8 +132,7 @@ class RevmEvm:
         self.accounts: tuple[str, ...] = tuple(self._keys)
         self._lower = {a.lower(): a for a in self.accounts}
         self._randao: tuple[int, bytes] = (-1, b"")
-        self._evm = EVM(env=Env(cfg=CfgEnv(chain_id=chain_id),
-                                block=BlockEnv(number=0, timestamp=genesis_timestamp)))
+        self._evm = self._new_evm(genesis_timestamp)
         for account in self.accounts:
             self._evm.set_balance(account, DEV_BALANCE)
         genesis_hash = "0x" + keccak(rlp_encode(
@@ -127,6 +144,66 @@ class RevmEvm:
         self._tx_index: dict[str, Receipt] = {}
         self._next_time = genesis_timestamp + 1
         self._checksums: dict[str, str] = {}
+
+    def _new_evm(self, timestamp: int) -> EVM:
+        return EVM(env=Env(cfg=CfgEnv(chain_id=self.chain_id),
+                           block=BlockEnv(number=0, timestamp=timestamp)))
+
+    # --- state ----------------------------------------------------------------
+
+    def state_dump(self) -> dict[str, AccountState]:
+        """Every non-empty account (lowercase address) with its balance, nonce, code and
+        non-zero storage, read from revm's journaled state. ChainError when that cannot be
+        read (a pyrevm whose debug text differs from 0.3.7's)."""
+        text = self._evm.journal_str
+        end = text.find(", transient_storage:")
+        if not text.startswith(_STATE_START) or end < 0:
+            raise ChainError("cannot read revm's state: unexpected pyrevm debug text")
+        state = text[:end]
+        out: dict[str, AccountState] = {}
+        matches = _ACCOUNT.findall(state)
+        if len(matches) != state.count(": Account { info:"):
+            raise ChainError("cannot read revm's state: an account did not parse")
+        for address, balance, nonce, code_text, storage_text, status in matches:
+            if "SelfDestructed" in status:
+                continue
+            code = b""
+            found = _CODE.search(code_text)
+            if found is not None:
+                code = bytes.fromhex(found.group(1))
+                if found.group(2) is not None:  # analysed code is padded: keep `len` bytes
+                    code = code[:int(found.group(2))]
+            elif code_text.strip() != "None }":
+                raise ChainError(f"cannot read revm's state: the code of {address}")
+            storage = {int(k): int(v) for k, v in _SLOT.findall(storage_text) if v != "0"}
+            if storage_text.count("present_value") != len(_SLOT.findall(storage_text)):
+                raise ChainError(f"cannot read revm's state: the storage of {address}")
+            if int(balance) or int(nonce) or code or storage:
+                out[address] = AccountState(int(balance), int(nonce), code, storage)
+        return out
+
+    def compact(self) -> None:
+        """Rebuild revm from a dump of its state, dropping its journal and logs.
+
+        pyrevm never finalises its journal, so it grows with every transaction
+        (~0.7 KB a market step); `_seal` calls this every `compact_every` blocks, at
+        the same blocks live and in replay, so compaction is part of the chain's
+        determinism. Execution results are unchanged; gas used changes (every account
+        and slot is cold again, and slots written here count as changed)."""
+        dump = self.state_dump()
+        old, self._evm = self._evm, self._new_evm(self._head.head.timestamp)
+        evm = self._evm
+        for address, account in sorted(dump.items()):
+            evm.insert_account_info(address, AccountInfo(
+                nonce=account.nonce, code=account.code or None))
+            evm.set_balance(address, account.balance)  # loads the account
+            for slot, value in sorted(account.storage.items()):
+                evm.insert_account_storage(address, slot, value)
+            for slot in account.storage:  # load every slot, so the next dump lists it
+                evm.storage(address, slot)
+        if self.state_dump() != dump:
+            self._evm = old
+            raise ChainError("compacting revm's state changed it (pyrevm not 0.3.7?)")
 
     # --- blocks ---------------------------------------------------------------
 
@@ -433,6 +510,8 @@ class RevmEvm:
                                    base_fee, gas_used, receipts))
         for r in receipts:
             self._tx_index[r.tx_hash] = r
+        if number % self._compact_every == 0:
+            self.compact()
         return receipt
 
 
