@@ -40,7 +40,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eth_keys.datatypes import PrivateKey
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 from pyrevm import EVM, AccountInfo, BlockEnv, CfgEnv, Env
@@ -58,6 +57,7 @@ from golem.chain.evm import (
 )
 from golem.chain.rawtx import (
     BadTransaction,
+    DevKey,
     RlpItem,
     SignedTx,
     decode_raw,
@@ -125,10 +125,10 @@ class RevmEvm:
         self._compact_every = compact_every
         self.chain_id = chain_id
         self.seed = seed
-        self._keys: dict[str, PrivateKey] = {}
+        self._keys: dict[str, DevKey] = {}
         for i in range(1, DEV_ACCOUNTS + 1):
-            key = PrivateKey(i.to_bytes(32, "big"))
-            self._keys[str(key.public_key.to_checksum_address())] = key
+            key = DevKey(i.to_bytes(32, "big"))
+            self._keys[key.address] = key
         self.accounts: tuple[str, ...] = tuple(self._keys)
         self._lower = {a.lower(): a for a in self.accounts}
         self._randao: tuple[int, bytes] = (-1, b"")
@@ -360,17 +360,17 @@ class RevmEvm:
 
     # --- writing --------------------------------------------------------------
 
-    def _dev_key(self, sender: str) -> tuple[PrivateKey, str]:
-        """The key of dev account `sender`, and the account's checksummed address."""
+    def _dev_key(self, sender: str) -> DevKey:
+        """The key of dev account `sender`."""
         account = self._lower.get(sender.lower())
         if account is None:
             raise ChainError(f"{sender} is not one of the chain's dev accounts (no key)")
-        return self._keys[account], account
+        return self._keys[account]
 
     def _sign(self, sender: str, to: str, data: bytes, value: int, gas: int) -> SignedTx:
-        key, account = self._dev_key(sender)
+        key = self._dev_key(sender)
         base = self.base_fee()
-        return sign_1559(key, account, chain_id=self.chain_id, nonce=self.nonce(account),
+        return sign_1559(key, chain_id=self.chain_id, nonce=self.nonce(key.address),
                          max_fee=2 * base + PRIORITY_FEE, priority_fee=PRIORITY_FEE,
                          gas=gas, to=to, value=value, data=data)
 
@@ -485,10 +485,12 @@ class RevmEvm:
         if mined is not None:
             tx, ok, gas_used, logs, _ = mined
             tx_hashes = [bytes.fromhex(tx.hash[2:])]
-            digest = keccak(rlp_encode([
-                int(ok), gas_used,
-                [[bytes.fromhex(a[2:]), [bytes.fromhex(t[2:]) for t in topics], data]
-                 for a, topics, data in logs]]))
+            digest = keccak(b"".join([
+                bytes([ok]), gas_used.to_bytes(8, "big"), *(
+                    bytes.fromhex(a[2:]) + bytes([len(topics)])
+                    + b"".join(bytes.fromhex(t[2:]) for t in topics)
+                    + len(data).to_bytes(4, "big") + data
+                    for a, topics, data in logs)]))
         block_hash = "0x" + keccak(rlp_encode([
             bytes.fromhex(parent.hash[2:]), number, timestamp, base_fee, gas_used,
             self._prevrandao(number), tx_hashes, digest])).hex()

@@ -17,7 +17,7 @@ from golem.chain.compile import load_artifacts
 from golem.chain.decoding import decode
 from golem.chain.evm import ChainError
 from golem.chain.market import E18, USDC_UNIT, Market, deploy_market
-from golem.chain.rawtx import BadTransaction, decode_raw, rlp_encode, sign_1559
+from golem.chain.rawtx import BadTransaction, DevKey, decode_raw, rlp_encode, sign_1559
 from golem.chain.revm import BLOCK_GAS_LIMIT, RevmEvm, next_base_fee
 from golem.chain.simulator import MarketSimulator
 
@@ -179,8 +179,10 @@ def test_legacy_and_access_list_transactions(funded: tuple[RevmEvm, Market]) -> 
 
 def test_signed_bytes_agree_with_eth_account() -> None:
     evm = RevmEvm()
-    key = evm._dev_key(evm.accounts[3])[0]
-    signed = sign_1559(key, evm.accounts[3], chain_id=31337, nonce=7, max_fee=3 * 10**9,
+    secret = (4).to_bytes(32, "big")  # the dev accounts' keys are 1..40
+    key = DevKey(secret)
+    assert key.address == evm.accounts[3]
+    signed = sign_1559(key, chain_id=31337, nonce=7, max_fee=3 * 10**9,
                        priority_fee=10**9, gas=50_000, to=evm.accounts[4], value=12,
                        data=b"\x01\x02")
     assert Account.recover_transaction(HexBytes(signed.raw)) == evm.accounts[3]
@@ -189,7 +191,7 @@ def test_signed_bytes_agree_with_eth_account() -> None:
     theirs = Account.sign_transaction(
         {"type": 2, "to": evm.accounts[4], "value": 12, "data": b"\x01\x02", "nonce": 7,
          "gas": 50_000, "chainId": 31337, "maxFeePerGas": 3 * 10**9,
-         "maxPriorityFeePerGas": 10**9}, key.to_bytes())
+         "maxPriorityFeePerGas": 10**9}, secret)
     assert "0x" + bytes(theirs.hash).hex() == signed.hash  # deterministic (RFC 6979) too
     with pytest.raises(BadTransaction):
         decode_raw(signed.raw[:-1])
