@@ -47,7 +47,7 @@ class TxResult:
     error: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Head:
     number: int
     hash: str
@@ -55,7 +55,7 @@ class Head:
     timestamp: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Receipt:
     """A mined transaction and its outcome. Hex strings are lowercase 0x-hex, addresses
     checksummed; `to` is "" for a contract creation, `contract_address` "" otherwise."""

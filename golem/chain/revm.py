@@ -25,9 +25,12 @@ results (reverts). What it adds around revm's execution is what a node adds:
 
 Reads (`call`, `raw_call`, `preflight`, `nonce`, `balance`) run inside a journal
 checkpoint that is reverted, so they never change the chain, its gas accounting or
-its memory. Gas used is revm's, with one deviation from mainnet: pyrevm never
-finalises its journal between transactions, so an account or storage slot is cold
-(EIP-2929) only on its first touch since the chain was built; execution results
+its memory. Every public method holds one re-entrant lock: callers may share the
+chain between threads (Gamma's market step, capture's reads, an executing action).
+Gas used is revm's, with one deviation from mainnet: pyrevm never finalises its
+journal between transactions, so an account or storage slot is cold (EIP-2929) only
+on its first touch since the chain was built or last compacted (`compact`: every
+`compact_every` blocks, which also bounds the journal's memory); execution results
 (state, return data, logs, reverts) are exact. Same seed, same transactions, same
 golem times: same blocks, hashes and logs (tests/chain/test_revm.py).
 """
@@ -35,10 +38,11 @@ golem times: same blocks, hashes and logs (tests/chain/test_revm.py).
 from __future__ import annotations
 
 import re
+import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
@@ -70,7 +74,7 @@ DEV_BALANCE = 1_000_000 * 10**18
 BLOCK_GAS_LIMIT = 30_000_000
 GENESIS_BASE_FEE = 10**9
 PRIORITY_FEE = 10**9  # what the dev accounts tip
-RETAIN_BLOCKS = 20_000  # ~13 golem hours of the default market (~1.6 KB a block)
+RETAIN_BLOCKS = 10_000  # ~6.5 golem hours of the default market (~3-4 KB a block)
 COMPACT_EVERY = 10_000  # blocks between rebuilds of revm's state (see `compact`)
 COINBASE = "0x" + "00" * 20
 _REVERT_OUTPUT = re.compile(r"output: 0x([0-9a-fA-F]*)")
@@ -85,6 +89,22 @@ _SLOT = re.compile(r"(\d+): \w+ \{ previous_or_original_value: \d+, present_valu
 _ZERO = "0x" + "00" * 32
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _locked(method: Callable[Concatenate[RevmEvm, P], R]) -> Callable[Concatenate[RevmEvm, P], R]:
+    """Run the method under the chain's lock: a read is three pyrevm calls (checkpoint,
+    call, revert), and a transaction from another thread between them would be undone."""
+
+    def locked(chain: RevmEvm, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with chain._lock:
+            return method(chain, *args, **kwargs)
+
+    locked.__name__, locked.__doc__ = method.__name__, method.__doc__
+    return locked
+
+
 def next_base_fee(base_fee: int, gas_used: int, gas_limit: int = BLOCK_GAS_LIMIT) -> int:
     """EIP-1559: the next block's base fee from this block's fee and gas used."""
     target = gas_limit // 2
@@ -95,7 +115,7 @@ def next_base_fee(base_fee: int, gas_used: int, gas_limit: int = BLOCK_GAS_LIMIT
     return max(base_fee - base_fee * (target - gas_used) // target // 8, 0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Block:
     head: Head
     base_fee: int
@@ -123,6 +143,7 @@ class RevmEvm:
             raise ValueError(f"retain_blocks and compact_every must be positive, got "
                              f"{retain_blocks} and {compact_every}")
         self._compact_every = compact_every
+        self._lock = threading.RLock()
         self.chain_id = chain_id
         self.seed = seed
         self._keys: dict[str, DevKey] = {}
@@ -151,6 +172,7 @@ class RevmEvm:
 
     # --- state ----------------------------------------------------------------
 
+    @_locked
     def state_dump(self) -> dict[str, AccountState]:
         """Every non-empty account (lowercase address) with its balance, nonce, code and
         non-zero storage, read from revm's journaled state. ChainError when that cannot be
@@ -182,6 +204,7 @@ class RevmEvm:
                 out[address] = AccountState(int(balance), int(nonce), code, storage)
         return out
 
+    @_locked
     def compact(self) -> None:
         """Rebuild revm from a dump of its state, dropping its journal and logs.
 
@@ -219,9 +242,11 @@ class RevmEvm:
             raise ChainError(f"no block {number}: the head is {self._head.head.number}")
         return self._blocks[number - first]
 
+    @_locked
     def head(self) -> Head:
         return self._head.head
 
+    @_locked
     def block(self, number: int | str) -> Head:
         """(number, hash, parent hash, timestamp) of a block number or "latest"."""
         if number == "latest":
@@ -230,6 +255,7 @@ class RevmEvm:
             raise ChainError(f"no block {number!r}: give a number or 'latest'")
         return self._at(number).head
 
+    @_locked
     def get_logs(self, from_block: int, to_block: int) -> list[RawLog]:
         if from_block > to_block:
             return []
@@ -238,12 +264,15 @@ class RevmEvm:
         return [log for n in range(from_block, to_block + 1)
                 for r in self._at(n).receipts for log in r.logs]
 
+    @_locked
     def block_receipts(self, number: int) -> tuple[Receipt, ...]:
         return self._at(number).receipts
 
+    @_locked
     def receipt(self, tx_hash: str) -> Receipt | None:
         return self._tx_index.get(tx_hash.lower())
 
+    @_locked
     def base_fee(self) -> int:
         head = self._head
         return next_base_fee(head.base_fee, head.gas_used)
@@ -256,6 +285,7 @@ class RevmEvm:
 
     # --- time -----------------------------------------------------------------
 
+    @_locked
     def set_next_block_time(self, timestamp: float) -> int:
         """Stamp the next block at `timestamp` (or just after the head if that is later)."""
         self._next_time = max(int(timestamp), self._head.head.timestamp + 1)
@@ -266,6 +296,7 @@ class RevmEvm:
         self._next_time = ts + 1
         return ts
 
+    @_locked
     def mine(self) -> Head:
         """Mine an empty block at the next block time."""
         self._seal(self._next_block_time(), self.base_fee(), None)
@@ -297,6 +328,7 @@ class RevmEvm:
         finally:
             self._evm.revert(checkpoint)
 
+    @_locked
     def call(self, address: str, abi: Sequence[Mapping[str, Any]], fn: str, *args: Any) -> Any:
         """eth_call of `fn` at the head; a revert, a non-contract or bad output: ChainError."""
         try:
@@ -313,6 +345,7 @@ class RevmEvm:
         except AbiError as exc:
             raise ChainError(f"call {fn} on {address} failed: {exc}") from None
 
+    @_locked
     def raw_call(self, address: str, data: str) -> bytes | None:
         """eth_call with raw calldata at the head; None when the call reverts."""
         try:
@@ -322,6 +355,7 @@ class RevmEvm:
         ok, out = self._static(COINBASE, address, calldata)
         return out if ok else None
 
+    @_locked
     def preflight(self, sender: str, address: str, abi: Sequence[Mapping[str, Any]],
                   fn: str, *args: Any) -> str | None:
         """None when `fn` called by `sender` would succeed now, else the revert reason."""
@@ -345,9 +379,11 @@ class RevmEvm:
         code = self._account(address).code
         return bool(code) and code != b"\x00"
 
+    @_locked
     def nonce(self, address: str) -> int:
         return int(self._account(address).nonce)
 
+    @_locked
     def balance(self, address: str) -> int:
         return int(self._account(address).balance)
 
@@ -374,6 +410,7 @@ class RevmEvm:
                          max_fee=2 * base + PRIORITY_FEE, priority_fee=PRIORITY_FEE,
                          gas=gas, to=to, value=value, data=data)
 
+    @_locked
     def deploy(self, artifact: Artifact, *args: Any, sender: str) -> str:
         try:
             code = bytes.fromhex(artifact.bytecode.removeprefix("0x"))
@@ -385,6 +422,7 @@ class RevmEvm:
             raise ChainError(f"deploying {artifact.name} reverted: {reason}")
         return receipt.contract_address
 
+    @_locked
     def transact(self, address: str, abi: Sequence[Mapping[str, Any]], fn_name: str,
                  *args: Any, sender: str, gas: int = DEFAULT_GAS) -> TxResult:
         """Sign as `sender` (a dev account) and mine; a revert is a result (ok False)."""
@@ -395,11 +433,13 @@ class RevmEvm:
         return self._result(*self._include(self._sign(sender, self._checksum(address), data,
                                                       0, gas)))
 
+    @_locked
     def send_eth(self, sender: str, to: str, value: int) -> None:
         receipt, _ = self._include(self._sign(sender, self._checksum(to), b"", value, 21_000))
         if not receipt.ok:
             raise ChainError(f"sending ETH to {to} failed")
 
+    @_locked
     def send_raw(self, raw: bytes) -> TxResult:
         """Check, execute and mine one signed transaction in its own block."""
         try:

@@ -3,6 +3,7 @@ compaction and pruning, on the real EVM with the market's real contracts."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -241,3 +242,28 @@ def test_old_blocks_are_pruned() -> None:
         evm.block(n).hash for n in range(head - 4, head)]
     with pytest.raises(ChainError, match="no block"):
         evm.block(evm.head().number + 1)
+
+
+def test_reads_from_another_thread_never_undo_a_transaction() -> None:
+    """A read is checkpoint, call, revert: under the chain's lock, a market step in one
+    thread and reads in another give the chain of the market alone."""
+    alone, _ = market_run(6, 20)
+    evm = RevmEvm(compact_every=10**9)
+    market = deploy_market(evm, 6)
+    sim = MarketSimulator(evm, market, 6)
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            evm.call(market.pair_weth_usdc, ABI["PairV2"], "getReserves")
+            evm.nonce(market.whale)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for i in range(20):
+            sim.step(T0 + 10.0 * i, 10.0)
+    finally:
+        stop.set()
+        reader.join()
+    assert chain_of(evm) == chain_of(alone)
