@@ -29,7 +29,7 @@ from golem.chain.cursor import CaptureStore
 from golem.chain.evm import ChainError, TxResult
 from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, Market, deploy_market
 from golem.chain.reader import InProcessReader
-from golem.chain.revm import RevmEvm
+from golem.chain.revm import COMPACT_EVERY, RevmEvm
 from golem.chain.simulator import MarketSimulator, RegimeSwitch, StepReport
 from golem.chain.transactions import send_eth, submit_raw
 from golem.chain.watch import WatchList
@@ -57,9 +57,12 @@ class SimulatedSource:
         self.funded: set[str] = set()
 
     @classmethod
-    def create(cls, seed: int, start_time: float,
-               store: CaptureStore | None = None) -> SimulatedSource:
-        """Deploy the market; with a store, reuse its genesis and replay its journal."""
+    def create(cls, seed: int, start_time: float, store: CaptureStore | None = None, *,
+               compact_every: int = COMPACT_EVERY) -> SimulatedSource:
+        """Deploy the market; with a store, reuse its genesis and replay its journal.
+        `compact_every` (blocks between revm state rebuilds) is part of the chain's
+        determinism: a data dir must always be opened with the same value (tests
+        lower it to reach a compaction in a few steps)."""
         genesis = int(start_time) - 3600
         steps: list[tuple[float, float]] = []
         golem_txs: list[tuple[int, float, str, bytes]] = []
@@ -77,7 +80,7 @@ class SimulatedSource:
                 genesis = int(stored_genesis)
             steps = store.sim_steps()
             golem_txs = store.sim_golem_txs()
-        evm = RevmEvm(genesis_timestamp=genesis, seed=seed)
+        evm = RevmEvm(genesis_timestamp=genesis, seed=seed, compact_every=compact_every)
         market = deploy_market(evm, seed)
         source = cls(evm, market, MarketSimulator(evm, market, seed), store)
         if steps or golem_txs:

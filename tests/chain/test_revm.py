@@ -4,6 +4,7 @@ compaction and pruning, on the real EVM with the market's real contracts."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,12 +16,14 @@ from hypothesis import strategies as st
 
 from golem.chain.abi import encode_call
 from golem.chain.compile import load_artifacts
+from golem.chain.cursor import CaptureStore
 from golem.chain.decoding import decode
 from golem.chain.evm import ChainError
 from golem.chain.market import E18, USDC_UNIT, Market, deploy_market
 from golem.chain.rawtx import BadTransaction, DevKey, decode_raw, rlp_encode, sign_1559
 from golem.chain.revm import BLOCK_GAS_LIMIT, RevmEvm, next_base_fee
 from golem.chain.simulator import MarketSimulator
+from golem.chain.source import SimulatedSource
 
 T0 = 1_800_000_000
 ABI = {name: a.abi for name, a in load_artifacts().items()}
@@ -267,3 +270,34 @@ def test_reads_from_another_thread_never_undo_a_transaction() -> None:
         stop.set()
         reader.join()
     assert chain_of(evm) == chain_of(alone)
+
+
+def test_a_restart_replays_the_journal_to_the_same_chain_across_compaction(
+        tmp_path: Path) -> None:
+    """SimulatedSource journals every step and golem transaction; rebuilt from the
+    journal past two compactions, the chain is the same."""
+    every = 300
+    store = CaptureStore.open(tmp_path)
+    try:
+        source = SimulatedSource.create(11, T0, store, compact_every=every)
+        source.fund_wallet(ME, 100.0, T0)
+        t = T0
+        while source.evm.head().number < 2 * every + 40:
+            t += 10.0
+            source.advance(t, 10.0)
+            if source.steps_done % 40 == 0:  # the golem acts now and then
+                raw = tx(source.evm, source.market.usdc.address,
+                         encode_call(ABI["ERC20"], "transfer", source.market.whale, 1))
+                assert source.submit(raw, t).ok
+        head, dump = source.evm.head(), source.evm.state_dump()
+        last = source.evm.block_receipts(head.number)
+    finally:
+        store.close()
+    store = CaptureStore.open(tmp_path)
+    try:
+        again = SimulatedSource.create(11, T0 + 999_999, store, compact_every=every)
+        assert again.evm.head() == head
+        assert again.evm.block_receipts(head.number) == last
+        assert again.evm.state_dump() == dump
+    finally:
+        store.close()
