@@ -46,7 +46,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
-from pyrevm import EVM, AccountInfo, BlockEnv, CfgEnv, Env
+from pyrevm import EVM, AccountInfo, BlockEnv, CfgEnv, Env, TxEnv
 
 from golem.chain.abi import AbiError, constructor_args, decode_result, encode_call, revert_reason
 from golem.chain.compile import Artifact
@@ -457,6 +457,9 @@ class RevmEvm:
 
     def _check(self, tx: SignedTx, base_fee: int) -> Any:
         """A node's admission checks; the sender's account when they pass."""
+        if (tx.nonce >= 2**64 - 1 or tx.max_fee >= 2**256 or tx.value >= 2**256
+                or tx.gas * tx.max_fee + tx.value >= 2**256):
+            raise ChainError("a transaction field is out of range (nonce, fee or value)")
         if tx.chain_id is not None and tx.chain_id != self.chain_id:
             raise ChainError(f"transaction for chain {tx.chain_id}, this is {self.chain_id}")
         if tx.hash in self._tx_index:
@@ -486,6 +489,8 @@ class RevmEvm:
             number=number, timestamp=timestamp, coinbase=COINBASE,
             prevrandao=self._prevrandao(number), basefee=base_fee, gas_limit=BLOCK_GAS_LIMIT))
         created, reason = "", ""
+        if tx.access_list:  # warms its entries and adds their intrinsic gas
+            self._evm.set_tx_env(TxEnv(access_list=[(a, list(k)) for a, k in tx.access_list]))
         try:
             if tx.to:
                 self._evm.message_call(tx.sender, tx.to, tx.data, value=tx.value, gas=tx.gas)
@@ -500,6 +505,9 @@ class RevmEvm:
                 raise ChainError(f"the chain refused the transaction: {exc}") from None
             ok = False
             reason = revert_reason(_revert_data(str(exc))) or str(result.reason)
+        finally:
+            if tx.access_list:
+                self._evm.set_tx_env(TxEnv())
         result = self._evm.result
         assert result is not None
         gas_used = int(result.gas_used)

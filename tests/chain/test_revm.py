@@ -148,6 +148,7 @@ def test_raw_transactions_are_checked_executed_and_charged(
         "Initial gas": tx(evm, usdc, transfer(market, 1), gas=21_000),
         "may cost": tx(evm, usdc, b"", value=100 * E18),
         "not RLP": b"\x02\xff\x00",
+        "out of range": tx(evm, usdc, b"", value=2**256 - 1),
     }
     for reason, bad in refusals.items():
         with pytest.raises(ChainError, match=reason):
@@ -177,7 +178,12 @@ def test_legacy_and_access_list_transactions(funded: tuple[RevmEvm, Market]) -> 
     decoded = decode_raw(raw)
     assert decoded.tx_type == 1 and decoded.access_list == ((usdc, (0,)),)
     assert decoded.sender == ME
-    assert evm.send_raw(raw).ok
+    sent = evm.send_raw(raw)
+    assert sent.ok
+    plain = evm.send_raw(tx(evm, usdc, transfer(market, 2), gasPrice=3 * 10**9))
+    gas = [r.gas_used for r in (evm.receipt(sent.tx_hash), evm.receipt(plain.tx_hash))
+           if r is not None]
+    assert gas[0] - gas[1] == 2_400 + 1_900  # the access list's intrinsic gas
     assert evm.call(usdc, ABI["ERC20"], "balanceOf", market.whale) >= 3
 
 
