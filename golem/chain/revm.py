@@ -45,7 +45,6 @@ from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from eth_utils.address import to_checksum_address
-from eth_utils.crypto import keccak
 from pyrevm import EVM, AccountInfo, BlockEnv, CfgEnv, Env, TxEnv
 
 from golem.chain.abi import AbiError, constructor_args, decode_result, encode_call, revert_reason
@@ -65,6 +64,7 @@ from golem.chain.rawtx import (
     RlpItem,
     SignedTx,
     decode_raw,
+    keccak,
     rlp_encode,
     sign_1559,
 )
@@ -152,7 +152,7 @@ class RevmEvm:
             self._keys[key.address] = key
         self.accounts: tuple[str, ...] = tuple(self._keys)
         self._lower = {a.lower(): a for a in self.accounts}
-        self._randao: tuple[int, bytes] = (-1, b"")
+        self._randao: dict[int, bytes] = {}
         self._evm = self._new_evm(genesis_timestamp)
         for account in self.accounts:
             self._evm.set_balance(account, DEV_BALANCE)
@@ -278,10 +278,14 @@ class RevmEvm:
         return next_base_fee(head.base_fee, head.gas_used)
 
     def _prevrandao(self, number: int) -> bytes:
-        if self._randao[0] != number:
-            self._randao = (number, keccak(rlp_encode(
-                [b"prevrandao", self.chain_id, self.seed, number])))
-        return self._randao[1]
+        """Block `number`'s prevrandao (the head's and the next block's are kept)."""
+        found = self._randao.get(number)
+        if found is None:
+            if len(self._randao) > 2:
+                self._randao.clear()
+            found = self._randao[number] = keccak(rlp_encode(
+                [b"prevrandao", self.chain_id, self.seed, number]))
+        return found
 
     # --- time -----------------------------------------------------------------
 
