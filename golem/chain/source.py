@@ -9,7 +9,10 @@ every market step is journalled (golem time and dt, in the capture store) before
 it runs: a restarted daemon redeploys with the same seed and genesis time and
 replays the journal, which rebuilds the identical chain (same transactions, same
 block hashes), and capture resumes from its committed cursor. Replay re-runs every
-journalled step, so start-up takes longer the longer the chain has run.
+journalled step, so start-up takes longer the longer the chain has run. The store
+records the chain's rules (`EVM_RULES`, compaction interval); a data dir written
+under other rules (the py-evm chain of earlier versions) is refused with a
+ConfigError instead of being rebuilt into a different chain.
 
 The golem's own transactions change the chain too, so they are journalled the same
 way (signed raw bytes, or the wallet's funding, with the number of market steps
@@ -38,6 +41,9 @@ from golem.errors import ConfigError
 log = structlog.get_logger("golem.chain.source")
 
 GAS_ETH = 10 * E18  # native ETH for gas: not counted as capital
+# the chain's rules (EVM, block hashing, compaction): a journal replays to the same chain
+# only under the rules that wrote it; change this string when they change
+EVM_RULES = "revm 1"
 RAW, FUND = "raw", "fund"
 
 
@@ -73,11 +79,20 @@ class SimulatedSource:
                     f"golem.seed: this data dir's simulated chain was built with seed "
                     f"{stored_seed}, not {seed}; restore the seed or use a new data_dir")
             stored_genesis = store.sim_meta("genesis_timestamp")
+            chain = f"{EVM_RULES} compact_every={compact_every}"
             if stored_genesis is None:
                 store.set_sim_meta("seed", str(seed))
                 store.set_sim_meta("genesis_timestamp", str(genesis))
+                store.set_sim_meta("evm", chain)
             else:
                 genesis = int(stored_genesis)
+                built = store.sim_meta("evm")
+                if built != chain:
+                    raise ConfigError(
+                        f"this data dir's simulated chain was built by "
+                        f"{built or 'the py-evm chain of earlier versions'}; this version "
+                        f"runs {chain} and would rebuild a different chain from its "
+                        f"journal: use a new data_dir")
             steps = store.sim_steps()
             golem_txs = store.sim_golem_txs()
         evm = RevmEvm(genesis_timestamp=genesis, seed=seed, compact_every=compact_every)

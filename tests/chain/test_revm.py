@@ -23,7 +23,8 @@ from golem.chain.market import E18, USDC_UNIT, Market, deploy_market
 from golem.chain.rawtx import BadTransaction, DevKey, decode_raw, rlp_encode, sign_1559
 from golem.chain.revm import BLOCK_GAS_LIMIT, RevmEvm, next_base_fee
 from golem.chain.simulator import MarketSimulator
-from golem.chain.source import SimulatedSource
+from golem.chain.source import EVM_RULES, SimulatedSource
+from golem.errors import ConfigError
 
 T0 = 1_800_000_000
 ABI = {name: a.abi for name, a in load_artifacts().items()}
@@ -305,5 +306,24 @@ def test_a_restart_replays_the_journal_to_the_same_chain_across_compaction(
         assert again.evm.head() == head
         assert again.evm.block_receipts(head.number) == last
         assert again.evm.state_dump() == dump
+    finally:
+        store.close()
+
+
+def test_a_data_dir_of_other_chain_rules_is_refused(tmp_path: Path) -> None:
+    """A journal replays to the same chain only under the rules that wrote it: a data
+    dir from the py-evm era (no recorded rules) or another compaction interval stops
+    start-up with a ConfigError naming both."""
+    store = CaptureStore.open(tmp_path)
+    try:
+        store.set_sim_meta("seed", "11")
+        store.set_sim_meta("genesis_timestamp", str(T0 - 3600))
+        store.append_sim_step(T0, 10.0)
+        with pytest.raises(ConfigError, match="py-evm chain of earlier versions"):
+            SimulatedSource.create(11, T0, store)
+        store.set_sim_meta("evm", f"{EVM_RULES} compact_every=300")
+        with pytest.raises(ConfigError, match="compact_every=300"):
+            SimulatedSource.create(11, T0, store)
+        assert SimulatedSource.create(11, T0, store, compact_every=300).steps_done == 1
     finally:
         store.close()
