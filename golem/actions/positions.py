@@ -22,7 +22,7 @@ from typing import Any
 
 from golem.actions.cage import Portfolio
 from golem.chain.compile import load_artifacts
-from golem.chain.evm import Web3Evm
+from golem.chain.evm import Evm
 from golem.chain.market import ORACLE_UNIT, Market, Token
 from golem.errors import StateError
 from golem.runtime.state import connect_durable, durable_write, read_only_rows
@@ -87,7 +87,7 @@ class Snapshot:
 class Valuer:
     """Reads the wallet's holdings off chain state (synchronous: run in a worker thread)."""
 
-    def __init__(self, evm: Web3Evm, market: Market, address: str) -> None:
+    def __init__(self, evm: Evm, market: Market, address: str) -> None:
         self.evm, self.market, self.address = evm, market, address
         self.abi = {name: a.abi for name, a in load_artifacts().items()}
         self.pairs = (market.pair_weth_usdc, market.pair_wbtc_usdc, market.pair_honey_weth)

@@ -18,7 +18,7 @@ from typing import Any
 from eth_utils.address import to_checksum_address
 
 from golem.chain.compile import Artifact, load_artifacts
-from golem.chain.evm import ChainError, Web3Evm
+from golem.chain.evm import ChainError, Evm
 from golem.errors import ConfigError
 
 E18 = 10**18
@@ -157,7 +157,7 @@ def load_market(path: Path) -> Market:
 
 
 class _Deployer:
-    def __init__(self, evm: Web3Evm, artifacts: dict[str, Artifact]) -> None:
+    def __init__(self, evm: Evm, artifacts: dict[str, Artifact]) -> None:
         self.evm = evm
         self.artifacts = artifacts
         self.owner = evm.accounts[0]
@@ -185,7 +185,7 @@ class _Deployer:
         return address
 
 
-def deploy_market(evm: Web3Evm, seed: int) -> Market:
+def deploy_market(evm: Evm, seed: int) -> Market:
     """Deploy and fund the market; the seed jitters the opening ETH price."""
     d = _Deployer(evm, load_artifacts())
     accounts = evm.accounts

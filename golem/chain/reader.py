@@ -22,7 +22,7 @@ from golem.chain.reorg import Header
 from golem.chain.watch import WatchList
 
 if TYPE_CHECKING:
-    from golem.chain.evm import SimulatedEvm
+    from golem.chain.evm import Evm
 
 # How nodes word "too many blocks / too many results" (geth, erigon, reth, anvil,
 # Alchemy, Infura, QuickNode ...): any of these in a refusal means "ask for less".
@@ -181,9 +181,9 @@ def reverted(receipt: Any, tx: FailedTx) -> bool:
 
 
 class InProcessReader:
-    """The simulated chain's EVM behind the reader surface (calls run in a worker thread)."""
+    """An in-process `Evm` behind the reader surface (calls run in a worker thread)."""
 
-    def __init__(self, evm: SimulatedEvm) -> None:
+    def __init__(self, evm: Evm) -> None:
         self.evm = evm
 
     async def chain_id(self) -> int:
@@ -210,18 +210,19 @@ class InProcessReader:
         check_span(lo, hi)
         watched = frozenset(a.lower() for a in addresses)
         ok = frozenset(h.lower() for h in succeeded)
-        eth = self.evm.w3.eth
+        chain_id = self.evm.chain_id
 
         def read() -> list[FailedTx]:
             out = []
             for n in range(lo, hi + 1):
-                for tx in watched_txs(eth.get_block(n, full_transactions=True), n, watched,
-                                      self.evm.chain_id):
-                    if tx.tx_hash in ok:
+                for r in self.evm.block_receipts(n):
+                    if (r.ok or not r.to or r.to.lower() not in watched
+                            or r.tx_hash in ok):
                         continue
-                    receipt = eth.get_transaction_receipt(tx.tx_hash)  # type: ignore[arg-type]
-                    if reverted(receipt, tx):
-                        out.append(tx)
+                    data = r.input[:2 + 2 * INPUT_MAX_BYTES]
+                    out.append(FailedTx(chain_id, n, r.block_hash, r.tx_index, r.tx_hash,
+                                        r.sender.lower(), r.to.lower(),
+                                        data[:10] if len(data) >= 10 else "0x", data))
             return out
 
         return await anyio.to_thread.run_sync(read)

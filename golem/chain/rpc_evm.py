@@ -1,7 +1,7 @@
 """A JSON-RPC dev node (anvil, or any node with the ``evm_*`` methods) as a Web3Evm.
 
-Synchronous web3 over HTTP, like SimulatedEvm, so `deploy_market` and
-`MarketSimulator` run unchanged on it. The node must automine (one block per
+Synchronous web3 over HTTP behind the `Evm` interface (golem.chain.evm), so
+`deploy_market` and `MarketSimulator` run unchanged on it. The node must automine (one block per
 transaction) and hold unlocked, funded accounts (``eth_accounts``), as anvil's
 dev accounts are.
 
@@ -29,7 +29,8 @@ from typing import Any
 from web3 import HTTPProvider, Web3
 from web3.exceptions import TransactionNotFound
 
-from golem.chain.evm import ChainError, Head, Web3Evm
+from golem.chain.evm import ChainError, Head
+from golem.chain.web3_evm import Web3Evm
 
 DEFAULT_TIMEOUT = 10.0
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from golem.chain.compile import load_artifacts
-from golem.chain.evm import TxResult, Web3Evm
+from golem.chain.evm import Evm, TxResult
 from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, WBTC_UNIT, Market
 
 REGIMES = ("calm", "trending", "volatile", "crash")
@@ -67,7 +67,7 @@ class StepReport:
 class MarketSimulator:
     """Drive `market` on `evm` from a seed; `regime` pins the starting regime."""
 
-    def __init__(self, evm: Web3Evm, market: Market, seed: int,
+    def __init__(self, evm: Evm, market: Market, seed: int,
                  regime: str = "calm") -> None:
         if regime not in REGIMES:
             raise ValueError(f"unknown regime {regime!r}; expected one of {REGIMES}")

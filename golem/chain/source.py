@@ -1,12 +1,18 @@
 """The simulated market as a chain source: EVM, deployed market, seeded driver, journal.
 
+The EVM is revm in process (golem.chain.revm.RevmEvm): real execution of the
+market's Vyper contracts and of the golem's own signed transactions.
+
 Each Gamma tick `advance` drives the market to the golem time; capture then reads
 the chain through `reader` like any other node. The chain lives in memory, so
 every market step is journalled (golem time and dt, in the capture store) before
 it runs: a restarted daemon redeploys with the same seed and genesis time and
 replays the journal, which rebuilds the identical chain (same transactions, same
 block hashes), and capture resumes from its committed cursor. Replay re-runs every
-journalled step, so start-up takes longer the longer the chain has run.
+journalled step, so start-up takes longer the longer the chain has run. The store
+records the chain's rules (`EVM_RULES`, compaction interval); a data dir written
+under other rules (the py-evm chain of earlier versions) is refused with a
+ConfigError instead of being rebuilt into a different chain.
 
 The golem's own transactions change the chain too, so they are journalled the same
 way (signed raw bytes, or the wallet's funding, with the number of market steps
@@ -23,9 +29,10 @@ import structlog
 
 from golem.chain.compile import load_artifacts
 from golem.chain.cursor import CaptureStore
-from golem.chain.evm import ChainError, SimulatedEvm, TxResult
+from golem.chain.evm import ChainError, TxResult
 from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, Market, deploy_market
 from golem.chain.reader import InProcessReader
+from golem.chain.revm import COMPACT_EVERY, RevmEvm
 from golem.chain.simulator import MarketSimulator, RegimeSwitch, StepReport
 from golem.chain.transactions import send_eth, submit_raw
 from golem.chain.watch import WatchList
@@ -34,11 +41,14 @@ from golem.errors import ConfigError
 log = structlog.get_logger("golem.chain.source")
 
 GAS_ETH = 10 * E18  # native ETH for gas: not counted as capital
+# the chain's rules (EVM, block hashing, compaction): a journal replays to the same chain
+# only under the rules that wrote it; change this string when they change
+EVM_RULES = "revm 1"
 RAW, FUND = "raw", "fund"
 
 
 class SimulatedSource:
-    def __init__(self, evm: SimulatedEvm, market: Market, simulator: MarketSimulator,
+    def __init__(self, evm: RevmEvm, market: Market, simulator: MarketSimulator,
                  store: CaptureStore | None = None) -> None:
         self.evm = evm
         self.market = market
@@ -53,9 +63,12 @@ class SimulatedSource:
         self.funded: set[str] = set()
 
     @classmethod
-    def create(cls, seed: int, start_time: float,
-               store: CaptureStore | None = None) -> SimulatedSource:
-        """Deploy the market; with a store, reuse its genesis and replay its journal."""
+    def create(cls, seed: int, start_time: float, store: CaptureStore | None = None, *,
+               compact_every: int = COMPACT_EVERY) -> SimulatedSource:
+        """Deploy the market; with a store, reuse its genesis and replay its journal.
+        `compact_every` (blocks between revm state rebuilds) is part of the chain's
+        determinism: a data dir must always be opened with the same value (tests
+        lower it to reach a compaction in a few steps)."""
         genesis = int(start_time) - 3600
         steps: list[tuple[float, float]] = []
         golem_txs: list[tuple[int, float, str, bytes]] = []
@@ -66,14 +79,23 @@ class SimulatedSource:
                     f"golem.seed: this data dir's simulated chain was built with seed "
                     f"{stored_seed}, not {seed}; restore the seed or use a new data_dir")
             stored_genesis = store.sim_meta("genesis_timestamp")
+            chain = f"{EVM_RULES} compact_every={compact_every}"
             if stored_genesis is None:
                 store.set_sim_meta("seed", str(seed))
                 store.set_sim_meta("genesis_timestamp", str(genesis))
+                store.set_sim_meta("evm", chain)
             else:
                 genesis = int(stored_genesis)
+                built = store.sim_meta("evm")
+                if built != chain:
+                    raise ConfigError(
+                        f"this data dir's simulated chain was built by "
+                        f"{built or 'the py-evm chain of earlier versions'}; this version "
+                        f"runs {chain} and would rebuild a different chain from its "
+                        f"journal: use a new data_dir")
             steps = store.sim_steps()
             golem_txs = store.sim_golem_txs()
-        evm = SimulatedEvm(genesis_timestamp=genesis)
+        evm = RevmEvm(genesis_timestamp=genesis, seed=seed, compact_every=compact_every)
         market = deploy_market(evm, seed)
         source = cls(evm, market, MarketSimulator(evm, market, seed), store)
         if steps or golem_txs:

@@ -90,7 +90,7 @@ def test_funding_gives_the_starting_budget_half_usdc_half_weth(sim: Sim) -> None
     assert sim.balance(sim.m.usdc.address) == 50 * USDC_UNIT
     equity = anyio.run(sim.ex.equity_usd)
     assert equity == pytest.approx(100.0, abs=0.01)
-    assert sim.source.evm.w3.eth.get_balance(sim.wallet.address) > 0  # gas
+    assert sim.source.evm.balance(sim.wallet.address) > 0  # gas
     assert not sim.source.fund_wallet(sim.wallet.address, 100.0, sim.now)  # only once
 
 

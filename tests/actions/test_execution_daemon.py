@@ -12,8 +12,8 @@ from pathlib import Path
 import anyio
 
 from golem.actions.positions import POSITIONS_DB
-from golem.chain.evm import SimulatedEvm
 from golem.chain.market import deploy_market
+from golem.chain.revm import RevmEvm
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
 from golem.config import load_config
 from golem.grimoire.grimoire import Grimoire
@@ -34,7 +34,7 @@ SEED = 11
 
 
 def test_model_decisions_are_executed_and_the_key_never_leaks(tmp_path: Path) -> None:
-    pair = deploy_market(SimulatedEvm(), SEED).pair_weth_usdc  # addresses depend on nonces
+    pair = deploy_market(RevmEvm(), SEED).pair_weth_usdc  # addresses depend on nonces
     key_hex = secrets.token_hex(32)
     key_file = tmp_path / "wallet.key"
     key_file.write_text("0x" + key_hex + "\n")

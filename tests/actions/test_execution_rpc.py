@@ -19,8 +19,9 @@ from golem.actions.execution import open_rpc_executor
 from golem.actions.positions import POSITIONS_DB
 from golem.actions.wallet import WalletError, open_wallet
 from golem.chain.compile import load_artifacts
-from golem.chain.evm import ChainError, SimulatedEvm
+from golem.chain.evm import ChainError
 from golem.chain.market import E18, USDC_UNIT, Market, deploy_market, load_market
+from golem.chain.revm import RevmEvm
 from golem.chain.rpc_evm import NodeEvm, RpcEvm
 from golem.chain.transactions import nonce_of, send_eth
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
@@ -184,7 +185,7 @@ def test_when_rpc_mode_does_not_act(anvil: AnvilNode, tmp_path: Path) -> None:
 
 
 def test_market_file_round_trips_and_bad_files_name_the_file(tmp_path: Path) -> None:
-    market = deploy_market(SimulatedEvm(), seed=3)
+    market = deploy_market(RevmEvm(), seed=3)
     path = tmp_path / "market.json"
     path.write_text(json.dumps(market.to_dict()))
     assert load_market(path) == market

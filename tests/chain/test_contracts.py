@@ -1,4 +1,4 @@
-"""The simulated market's contracts on a real in-process EVM (eth-tester/py-evm).
+"""The simulated market's contracts on the real in-process EVM (revm, golem.chain.revm).
 
 Event signatures are the exact mainnet strings: topic0 must match what the
 decoders see on Uniswap, Chainlink and Aave.
@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import math
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from eth_abi import decode
-from eth_tester.exceptions import TransactionFailed
+from eth_utils.crypto import keccak
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from web3 import EthereumTesterProvider, Web3
 
 from golem.chain.compile import (
     ARTIFACTS_DIR,
@@ -27,6 +27,7 @@ from golem.chain.compile import (
     source_sha256,
 )
 from golem.chain.contracts import CONTRACTS_DIR
+from golem.chain.revm import RevmEvm
 
 E18 = 10**18
 USDC = 10**6
@@ -45,7 +46,7 @@ SIG = {
     "LiquidationCall": "LiquidationCall(address,address,address,uint256,uint256,address,bool)",
     "V3Swap": "Swap(address,address,int256,int256,uint160,uint128,int24)",
 }
-TOPIC = {name: bytes(Web3.keccak(text=sig)) for name, sig in SIG.items()}
+TOPIC = {name: keccak(text=sig) for name, sig in SIG.items()}
 
 
 def test_known_mainnet_topics() -> None:
@@ -113,38 +114,70 @@ def artifacts() -> dict[str, Artifact]:
 
 
 @pytest.fixture
-def w3() -> Web3:
-    return Web3(EthereumTesterProvider())
+def evm() -> RevmEvm:
+    return RevmEvm()
+
+
+class TransactionFailed(Exception):
+    """A mined transaction that reverted (its message holds the revert reason)."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    contract: Contract
+    fn: str
+    args: tuple[Any, ...]
+
+    def call(self) -> Any:
+        c = self.contract
+        return c.evm.call(c.address, c.abi, self.fn, *self.args)
+
+
+class Functions:
+    def __init__(self, contract: Contract) -> None:
+        self._contract = contract
+
+    def __getattr__(self, fn: str) -> Any:
+        return lambda *args: Bound(self._contract, fn, args)
+
+
+class Contract:
+    """contract.functions.fn(*args).call(), as the web3 tests read."""
+
+    def __init__(self, evm: RevmEvm, address: str, abi: Any) -> None:
+        self.evm, self.address, self.abi = evm, address, abi
+        self.functions = Functions(self)
 
 
 class Chain:
-    def __init__(self, w3: Web3, artifacts: dict[str, Artifact]) -> None:
-        self.w3 = w3
+    def __init__(self, evm: RevmEvm, artifacts: dict[str, Artifact]) -> None:
+        self.evm = evm
         self.artifacts = artifacts
-        self.owner, self.alice, self.bob, self.carol = w3.eth.accounts[:4]
+        self.owner, self.alice, self.bob, self.carol = evm.accounts[:4]
 
-    def deploy(self, name: str, *args: Any) -> Any:
+    def deploy(self, name: str, *args: Any) -> Contract:
         art = self.artifacts[name]
-        factory = self.w3.eth.contract(abi=list(art.abi), bytecode=art.bytecode)
-        tx = factory.constructor(*args).transact({"from": self.owner})
-        receipt = self.w3.eth.wait_for_transaction_receipt(tx)
-        return self.w3.eth.contract(address=receipt["contractAddress"], abi=list(art.abi))
+        return Contract(self.evm, self.evm.deploy(art, *args, sender=self.owner), art.abi)
 
-    def send(self, fn: Any, sender: str | None = None) -> list[Any]:
-        """Transact; a revert raises eth-tester's TransactionFailed (web3 8 does
-        not translate it to ContractLogicError on this provider)."""
-        tx = fn.transact({"from": sender or self.owner})
-        receipt = self.w3.eth.wait_for_transaction_receipt(tx)
-        assert receipt["status"] == 1
-        return list(receipt["logs"])
+    def send(self, bound: Bound, sender: str | None = None) -> list[Any]:
+        """Transact; a mined revert raises TransactionFailed with its reason."""
+        c = bound.contract
+        result = self.evm.transact(c.address, c.abi, bound.fn, *bound.args,
+                                   sender=sender or self.owner)
+        if not result.ok:
+            raise TransactionFailed(result.error)
+        assert self.evm.receipt(result.tx_hash) is not None
+        return [{"address": log.address, "blockNumber": log.block_number,
+                 "topics": [bytes.fromhex(t[2:]) for t in log.topics],
+                 "data": bytes.fromhex(log.data[2:])} for log in result.logs]
 
     def token(self, symbol: str, decimals: int = 18) -> Any:
         return self.deploy("ERC20", symbol, symbol, decimals)
 
 
 @pytest.fixture
-def chain(w3: Web3, artifacts: dict[str, Artifact]) -> Chain:
-    return Chain(w3, artifacts)
+def chain(evm: RevmEvm, artifacts: dict[str, Artifact]) -> Chain:
+    return Chain(evm, artifacts)
 
 
 def logs_of(logs: list[Any], contract: Any) -> list[Any]:
@@ -247,17 +280,17 @@ def test_pair_v2_liquidity_swaps_and_events(chain: Chain) -> None:
 # --- Chainlink-like feed ------------------------------------------------------------
 
 
-def test_oracle_update_emits_answer_updated(chain: Chain, w3: Web3) -> None:
+def test_oracle_update_emits_answer_updated(chain: Chain, evm: RevmEvm) -> None:
     feed = chain.deploy("OracleFeed", 2000 * 10**8)
     assert feed.functions.decimals().call() == 8
     logs = chain.send(feed.functions.update(-5))
     assert topic0s(logs) == [TOPIC["AnswerUpdated"]]
     assert decode(["int256"], bytes(logs[0]["topics"][1])) == (-5,)
     assert decode(["uint256"], bytes(logs[0]["topics"][2])) == (2,)
-    stamp = w3.eth.get_block(logs[0]["blockNumber"])["timestamp"]
+    stamp = evm.block(logs[0]["blockNumber"]).timestamp
     assert data(logs[0], ["uint256"]) == (stamp,)
     assert feed.functions.latestAnswer().call() == -5
-    assert feed.functions.latestRoundData().call() == [2, -5, stamp, stamp, 2]
+    assert feed.functions.latestRoundData().call() == (2, -5, stamp, stamp, 2)
     with pytest.raises(TransactionFailed, match="only owner"):
         chain.send(feed.functions.update(1), chain.alice)
 
@@ -394,12 +427,12 @@ def test_pool_v3_like_swap_emits_v3_event(chain: Chain) -> None:
         assert liquidity == math.isqrt(r0 * r1)
         assert tick == math.floor(math.log(sqrt_p / 2**96) / math.log(math.sqrt(1.0001)))
         assert tick < 0  # token1 has 6 decimals: raw price far below 1
-        assert pool.functions.slot0().call() == [sqrt_p, tick]
+        assert pool.functions.slot0().call() == (sqrt_p, tick)
 
 
 def test_pool_v3_like_tick_is_floor_log_base_1_0001(artifacts: dict[str, Artifact]) -> None:
     """Property: for any reserves, sqrtPriceX96 and tick follow the documented formulas."""
-    chain = Chain(Web3(EthereumTesterProvider()), artifacts)
+    chain = Chain(RevmEvm(), artifacts)
     a, b = chain.token("A"), chain.token("B")
     amounts = st.integers(min_value=10**3, max_value=10**36)
 

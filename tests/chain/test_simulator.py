@@ -10,8 +10,9 @@ import pytest
 
 from golem.chain.compile import load_artifacts
 from golem.chain.decoding import RawLog, decode
-from golem.chain.evm import ChainError, SimulatedEvm
+from golem.chain.evm import ChainError
 from golem.chain.market import Market, deploy_market
+from golem.chain.revm import RevmEvm
 from golem.chain.simulator import REGIMES, TRANSITIONS, MarketSimulator, StepReport
 
 T0 = 1_800_000_000
@@ -20,7 +21,7 @@ DT = 10.0
 
 @dataclass
 class Run:
-    evm: SimulatedEvm
+    evm: RevmEvm
     market: Market
     sim: MarketSimulator
     reports: list[StepReport]
@@ -28,7 +29,7 @@ class Run:
 
 
 def simulate(seed: int, steps: int, crash_at: int | None = None) -> Run:
-    evm = SimulatedEvm()
+    evm = RevmEvm()
     market = deploy_market(evm, seed)
     start = evm.head().number + 1
     sim = MarketSimulator(evm, market, seed)
@@ -58,7 +59,7 @@ def test_transition_matrix_rows_are_distributions() -> None:
 
 
 def test_evm_reverts_are_results_and_block_time_follows_the_caller() -> None:
-    evm = SimulatedEvm()
+    evm = RevmEvm()
     erc20 = load_artifacts()["ERC20"]
     owner, alice = evm.accounts[:2]
     assert evm.set_next_block_time(T0) == T0
@@ -70,8 +71,9 @@ def test_evm_reverts_are_results_and_block_time_follows_the_caller() -> None:
     assert minted.logs[0].chain_id == 31337
     refused = evm.transact(token, erc20.abi, "mint", alice, 5, sender=alice)
     assert not refused.ok and refused.logs == ()
-    receipt = evm.w3.eth.get_transaction_receipt(refused.tx_hash)
-    assert receipt["status"] == 0
+    receipt = evm.receipt(refused.tx_hash)
+    assert receipt is not None and not receipt.ok and receipt.sender == alice
+    assert "only owner" in refused.error
     assert evm.call(token, erc20.abi, "balanceOf", alice) == 5
     head = evm.head()
     assert head.timestamp == T0 + 2  # one block per transaction, one second apart
@@ -108,17 +110,18 @@ def test_steps_emit_the_known_events(run_a: Run) -> None:
 
 def test_block_time_follows_the_golem_clock(run_a: Run) -> None:
     for i, report in enumerate(run_a.reports):
-        first = run_a.evm.w3.eth.get_block(report.first_block)
-        last = run_a.evm.w3.eth.get_block(report.last_block)
-        assert first["timestamp"] == T0 + DT * i
-        assert last["timestamp"] < T0 + DT * (i + 1)
+        first = run_a.evm.block(report.first_block)
+        last = run_a.evm.block(report.last_block)
+        assert first.timestamp == T0 + DT * i
+        assert last.timestamp < T0 + DT * (i + 1)
 
 
 def test_honeypot_sells_revert_and_are_reported(run_a: Run) -> None:
     sells = [h for r in run_a.reports for action, h in r.reverted if action == "honeypot_sell"]
     assert sells
     for tx_hash in sells:
-        assert run_a.evm.w3.eth.get_transaction_receipt(tx_hash)["status"] == 0
+        receipt = run_a.evm.receipt(tx_hash)
+        assert receipt is not None and not receipt.ok
     assert {log.tx_hash for log in run_a.logs}.isdisjoint(sells)
     assert all(action == "honeypot_sell" for r in run_a.reports for action, _ in r.reverted)
 

@@ -13,7 +13,7 @@ import pytest
 import structlog
 
 from golem.chain.cursor import CaptureStore
-from golem.chain.evm import Web3Evm
+from golem.chain.evm import Evm, Receipt
 from golem.chain.market import Market, deploy_market
 from golem.chain.reader import FailedTx, InProcessReader
 from golem.chain.rpc import RpcReader
@@ -53,7 +53,7 @@ class Chain:
     sells: list[tuple[int, str]]  # (step, tx hash) of each reverted honeypot sell
 
 
-def drive(evm: Web3Evm, market: Market, sells: int, steps: int = 60) -> list[tuple[int, str]]:
+def drive(evm: Evm, market: Market, sells: int, steps: int = 60) -> list[tuple[int, str]]:
     sim = MarketSimulator(evm, market, SEED)
     out: list[tuple[int, str]] = []
     for i in range(steps):
@@ -87,8 +87,10 @@ def make_config(tmp_path: Path) -> Config:
     return load_config(path)
 
 
-def receipt_of(evm: Web3Evm, tx_hash: str) -> Any:
-    return evm.w3.eth.get_transaction_receipt(tx_hash)  # type: ignore[arg-type]
+def receipt_of(evm: Evm, tx_hash: str) -> Receipt:
+    receipt = evm.receipt(tx_hash)
+    assert receipt is not None, tx_hash
+    return receipt
 
 
 def expected_ids(chain: Chain) -> set[str]:
@@ -96,8 +98,7 @@ def expected_ids(chain: Chain) -> set[str]:
     out = set()
     for _, tx in chain.sells:
         r = receipt_of(evm, tx)
-        out.add(tx_episode_id(evm.chain_id, "0x" + bytes(r["blockHash"]).hex(),
-                              int(r["transactionIndex"])))
+        out.add(tx_episode_id(evm.chain_id, r.block_hash, r.tx_index))
     return out
 
 
@@ -148,7 +149,7 @@ def test_honeypot_sells_become_revert_episodes_once_then_anti_knowledge(
     config = make_config(tmp_path)
     evm, market = chain.source.evm, chain.source.market
     honey, pool = market.honey.address.lower(), market.pair_honey_weth.lower()
-    first_sell_block = int(receipt_of(evm, chain.sells[0][1])["blockNumber"])
+    first_sell_block = receipt_of(evm, chain.sells[0][1]).block_number
     now = T0 + 3600
 
     async def main() -> dict[str, Any]:
@@ -158,7 +159,7 @@ def test_honeypot_sells_become_revert_episodes_once_then_anti_knowledge(
             episodes = await reverts_in(g)
             total = await g.episode_count()
             # a second capture of the last sell's blocks, with its own cursor: nothing new
-            last_sell = int(receipt_of(evm, chain.sells[-1][1])["blockNumber"])
+            last_sell = receipt_of(evm, chain.sells[-1][1]).block_number
             again = await capture_from(g, chain, config, tmp_path / "c2", last_sell - 1)
             total_again = await g.episode_count()
             engine = ConsolidationEngine(g, tmp_path / "state")
@@ -201,7 +202,7 @@ def test_a_revert_from_another_branch_is_dropped_and_a_reorg_deletes_it(
         chain: Chain, tmp_path: Path, embedder: Embedder) -> None:
     evm = chain.source.evm
     r = receipt_of(evm, chain.sells[0][1])
-    number, block_hash = int(r["blockNumber"]), "0x" + bytes(r["blockHash"]).hex()
+    number, block_hash = r.block_number, r.block_hash
     reader = InProcessReader(evm)
     directory = TokenDirectory(reader.eth_call)
     watched = chain.source.watch.addresses

@@ -12,8 +12,8 @@ import anyio
 from golem.actions.positions import Valuer
 from golem.actions.wallet import open_wallet
 from golem.chain.cursor import CaptureStore
-from golem.chain.evm import SimulatedEvm
 from golem.chain.market import deploy_market
+from golem.chain.revm import RevmEvm
 from golem.chain.source import SimulatedSource
 from golem.cli import run_cli
 from golem.config import Config, load_config
@@ -44,7 +44,7 @@ def holdings(config: Config) -> list[str]:
 
 
 def test_golem_die_without_a_daemon_settles_on_the_rebuilt_chain(tmp_path: Path) -> None:
-    pair = deploy_market(SimulatedEvm(), SEED).pair_weth_usdc
+    pair = deploy_market(RevmEvm(), SEED).pair_weth_usdc
     api_key = tmp_path / "anthropic.key"
     api_key.write_text("sk-ant-test-0123456789abcdefghijklmnop")
     api_key.chmod(0o600)

@@ -20,8 +20,8 @@ import pytest
 from golem.actions.positions import POSITIONS_DB, Valuer
 from golem.actions.wallet import open_wallet
 from golem.chain.cursor import CaptureStore
-from golem.chain.evm import SimulatedEvm
 from golem.chain.market import deploy_market
+from golem.chain.revm import RevmEvm
 from golem.chain.source import SimulatedSource
 from golem.cli import run_cli
 from golem.config import load_config
@@ -46,7 +46,7 @@ SEED = 23
 
 @pytest.mark.timeout(600)
 def test_a_golem_trades_pays_declines_dies_and_leaves_a_testament(tmp_path: Path) -> None:
-    pair = deploy_market(SimulatedEvm(), SEED).pair_weth_usdc  # addresses depend on nonces
+    pair = deploy_market(RevmEvm(), SEED).pair_weth_usdc  # addresses depend on nonces
     api_key = tmp_path / "anthropic.key"
     api_key.write_text("sk-ant-test-0123456789abcdefghijklmnop")
     api_key.chmod(0o600)

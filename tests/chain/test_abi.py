@@ -1,0 +1,79 @@
+"""golem.chain.abi: calldata and return values agree with eth_abi, fast path or not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from eth_abi import decode as abi_decode
+from eth_abi import encode as abi_encode
+from eth_utils.address import to_checksum_address
+from eth_utils.crypto import keccak
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from golem.chain.abi import AbiError, decode_result, encode_call, function_spec, revert_reason
+
+TYPES = ("address", "bool", "uint8", "uint112", "uint256", "int24", "int256")
+ABI = (
+    *({"type": "function", "name": f"f_{t}",
+       "inputs": [{"name": "a", "type": t}, {"name": "b", "type": "uint256"}],
+       "outputs": [{"name": "", "type": t}, {"name": "", "type": "bool"}]} for t in TYPES),
+    {"type": "function", "name": "named", "inputs": [],
+     "outputs": [{"name": "", "type": "string"}]},
+)
+
+
+def values(kind: str) -> st.SearchStrategy[Any]:
+    if kind == "address":
+        return st.binary(min_size=20, max_size=20).map(to_checksum_address)
+    if kind == "bool":
+        return st.booleans()
+    bits = int(kind.lstrip("uint"))
+    if kind.startswith("uint"):
+        return st.integers(0, 2**bits - 1)
+    return st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(TYPES).flatmap(lambda t: st.tuples(st.just(t), values(t),
+                                                          values("uint256"), st.booleans())))
+def test_static_words_agree_with_eth_abi(case: tuple[str, Any, int, bool]) -> None:
+    kind, a, b, flag = case
+    fn = f"f_{kind}"
+    data = encode_call(ABI, fn, a, b)
+    assert data[:4] == keccak(text=f"{fn}({kind},uint256)")[:4]
+    assert data[4:] == abi_encode([kind, "uint256"], [a, b])
+    out = abi_encode([kind, "bool"], [a, flag])
+    expected = abi_decode([kind, "bool"], out)
+    got = decode_result(ABI, fn, out)
+    assert got == (to_checksum_address(expected[0]) if kind == "address" else expected[0],
+                   expected[1])
+
+
+def test_bad_arguments_and_data_are_abi_errors() -> None:
+    with pytest.raises(AbiError, match="no function"):
+        encode_call(ABI, "missing")
+    with pytest.raises(AbiError, match="takes 2"):
+        encode_call(ABI, "f_uint8", 1)
+    for kind, bad in (("uint8", 256), ("uint8", -1), ("int24", 2**23), ("bool", 1),
+                      ("address", "0x12"), ("uint256", "7")):
+        with pytest.raises(AbiError):
+            encode_call(ABI, f"f_{kind}", bad, 0)
+    with pytest.raises(AbiError, match="padding"):
+        decode_result(ABI, "f_address", b"\x01" + bytes(31) + bytes(32))
+    with pytest.raises(AbiError, match="0 or 1"):
+        decode_result(ABI, "f_uint8", bytes(32) + (2).to_bytes(32, "big"))
+    with pytest.raises(AbiError, match="out of range"):
+        decode_result(ABI, "f_uint8", (256).to_bytes(32, "big") + bytes(32))
+    with pytest.raises(AbiError):
+        decode_result(ABI, "named", b"\x00" * 5)
+    assert decode_result(ABI, "named", abi_encode(["string"], ["WETH"])) == "WETH"
+    assert function_spec(ABI, "named").static_outputs is False
+
+
+def test_revert_reason() -> None:
+    reason = bytes.fromhex("08c379a0") + abi_encode(["string"], ["only owner"])
+    assert revert_reason(reason) == "only owner"
+    assert revert_reason(b"") == ""
+    assert revert_reason(b"\x12\x34") == "0x1234"
