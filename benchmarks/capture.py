@@ -157,13 +157,14 @@ class Pipeline:
             with t.stage("token_meta"):
                 meta = await self.directory.meta_for(event)
             with t.stage("render"):
-                text = render(event, meta)
+                rendering = render(event, meta)
                 episodes.append(Episode(
                     id=episode_id(raw.chain_id, raw.block_hash, raw.log_index), namespace=ns,
                     chain_id=raw.chain_id, block_number=raw.block_number,
                     block_hash=raw.block_hash, log_index=raw.log_index, tx_hash=raw.tx_hash,
                     tick=tick, observed_at=now, category=event.category,
-                    protocol=event.protocol, text=text,
+                    protocol=event.protocol, text=rendering.text,
+                    identifiers=(*rendering.identifiers, raw.tx_hash),
                     payload=episode_payload(event, obs.regime.value, decision.action.value),
                     curiosity=curiosity,
                     provenance=Provenance(author=ns, process="gamma", verified=True)))

@@ -9,8 +9,9 @@ USDC borrow and WETH sell, repayments, WETH supplied, the golem's own losing tra
 Each question is one ``Grimoire.recall(question, k=max(K))`` through the public API, at
 a golem clock one minute after the newest episode. recall@k = |gold in top k| /
 min(|gold|, k): a question whose answer is a set of 15 reverts is fully answered by 10
-of them at k = 10. Baselines in the same run on the same episode texts: BM25 (bm25s,
-English stopwords) and dense (the golem's embedder, exact cosine).
+of them at k = 10. Baselines in the same run on the same episodes: BM25 (bm25s, English
+stopwords) on what the full-text index sees (the text and the exact identifiers) and dense
+(the golem's embedder, exact cosine) on the text.
 
 This is a first version: one seed, a dozen templates. The templates were written
 before the Grimoire was run on them, and nothing in the Grimoire was tuned on them.
@@ -39,7 +40,7 @@ import numpy as np
 from golem.config import load_config
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
-from golem.grimoire.records import Episode
+from golem.grimoire.records import Episode, search_text
 from golem.logging import configure_logging
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -166,8 +167,11 @@ async def evaluate(config_path: Path, ks: list[int]) -> dict[str, Any]:
             runs["grimoire"].append([] if result.refused else [h.id for h in result.hits])
     finally:
         await grimoire.close()
+    # Each baseline sees what its Grimoire counterpart sees: the full-text index an
+    # episode's text and its exact identifiers, the embedder its text.
     texts, asked = [e.text for e in eps], [q.text for q in qs]
-    runs["bm25"] = [[eps[i].id for i in top] for top in bm25_top(texts, asked, k)]
+    runs["bm25"] = [[eps[i].id for i in top]
+                    for top in bm25_top([search_text(e) for e in eps], asked, k)]
     runs["dense"] = [[eps[i].id for i in top] for top in dense_top(embedder, texts, asked, k)]
     report: dict[str, Any] = {"benchmark": "recall_defi", "episodes": len(eps),
                               "questions": {q.name: {"text": q.text, "gold": len(q.gold)}

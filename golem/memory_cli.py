@@ -2,12 +2,14 @@
 
 These commands open the Grimoire directly on the data dir. Reads and small
 writes are safe next to a running golem (SQLite WAL, LanceDB versions);
-``reembed`` rewrites every vector and so takes the data-dir lock.
+``reembed`` re-renders episodes (golem.gamma.rendering) and rewrites vectors, and
+so takes the data-dir lock.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -32,6 +34,7 @@ if TYPE_CHECKING:  # the store and model modules are heavy; load them only to ru
     from golem.grimoire.grimoire import Grimoire
 
 T = TypeVar("T")
+PROGRESS_EVERY_S = 2.0
 
 
 def add_memory_parser(sub: Any, config_arg: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -83,10 +86,20 @@ def add_memory_parser(sub: Any, config_arg: Callable[[argparse.ArgumentParser], 
     forget.add_argument("--hard", action="store_true", help="delete instead of marking pruned")
 
     reembed = msub.add_parser(
-        "reembed", help="re-embed every stored vector with the configured model",
-        description="One migration: every episode and entry is re-embedded with the configured "
-                    "model and swapped in at once; a crash leaves the old store intact. The "
-                    "golem must not be running (this takes the data-dir lock).")
+        "reembed", help="re-render episodes and re-embed what changed or was embedded with "
+                        "another model",
+        description="One migration, run with the golem stopped (it takes the data-dir lock). "
+                    "Every episode the golem captured from the chain is rendered again from "
+                    "its stored payload with today's renderings (names such as 'the WETH/USDC "
+                    "pool' instead of hex addresses, which stay in the payload and the "
+                    "full-text index), using the names the golem last captured with "
+                    "(data_dir/chain/names.json; for a simulated chain without it, the seed's "
+                    "market); episodes whose text changed, and every "
+                    "vector made by another model, are embedded again with the configured "
+                    "model. The copy is swapped in at once: interrupting it (Ctrl-C, a crash) "
+                    "leaves the store as it was, and running it again starts over safely. "
+                    "Progress goes to stderr; a JSON report to stdout.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     config_arg(reembed)
 
     rebuild = msub.add_parser(
@@ -197,14 +210,30 @@ _HANDLERS: dict[str, Callable[[Grimoire, argparse.Namespace, TextIO], Awaitable[
 }
 
 
-def _reembed(config: Config, out: TextIO) -> int:
-    from golem.grimoire.migration import reembed_all  # noqa: PLC0415 - heavy, rarely used
+def _reembed(config: Config, out: TextIO, err: TextIO = sys.stderr) -> int:
+    from golem.gamma.rendering import capture_names, rerender  # noqa: PLC0415 - heavy, rare
+    from golem.grimoire.migration import reembed_all  # noqa: PLC0415
 
     config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     lock = DataDirLock(config.data_dir)
     lock.acquire()
+    names = capture_names(config)
+    started = last = time.monotonic()
+
+    def progress(done: int, total: int) -> None:  # at most one line every 2 s, and the last
+        nonlocal last
+        now = time.monotonic()
+        if done < total and now - last < PROGRESS_EVERY_S:
+            return
+        last = now
+        err.write(f"reembed: {done:,} of {total:,} episodes ({done / max(total, 1):.0%}), "
+                  f"{done / max(now - started, 1e-9):,.0f}/s\n")
+        err.flush()
+
     try:
-        report = anyio.run(reembed_all, config, backend_options={"use_uvloop": True})
+        report = anyio.run(functools.partial(reembed_all, config, lambda e: rerender(e, names),
+                                             progress),
+                           backend_options={"use_uvloop": True})
     finally:
         lock.release()
     out.write(json.dumps(to_jsonable(report)) + "\n")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from golem.config import Config
@@ -67,6 +68,10 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
     executor = await _setup_theta(
         ctx, stack, grimoire, capture, model,
         vitality_reader=vitality.store.latest_reading if vitality else None)
+    if capture is not None and executor is not None:
+        from golem.chain.names import OWN_WALLET  # noqa: PLC0415
+
+        capture.name_addresses({executor.wallet.address: OWN_WALLET})
     keeper = _open_death(ctx, grimoire, model, executor)
     # Mortality runs first in a Delta tick, so a failing consolidation stage never stops the
     # golem from ageing or dying; consolidation does not run once it is dead.
@@ -145,6 +150,8 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
     import anyio.to_thread  # noqa: PLC0415
 
     from golem.chain.cursor import CaptureStore  # noqa: PLC0415
+    from golem.chain.market import load_market  # noqa: PLC0415
+    from golem.chain.names import Names, market_names  # noqa: PLC0415
     from golem.chain.rpc import open_reader  # noqa: PLC0415
     from golem.chain.source import SimulatedSource  # noqa: PLC0415
     from golem.chain.watch import WatchList  # noqa: PLC0415
@@ -158,15 +165,19 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
             SimulatedSource.create, ctx.config.golem.seed, ctx.clock.now(), store)
         capture = GammaCapture(grimoire, source.reader, source.watch, store,
                                ctx.config.data_dir, chain, ctx.events, market=source,
-                               first_block=source.first_block)
+                               first_block=source.first_block,
+                               names=market_names(source.market))
     else:
         rpc = chain.rpc
         reader = open_reader(rpc.url, rpc.timeout_s, WatchList.build(rpc.addresses, rpc.events))
         stack.push_async_callback(reader.aclose)
+        market_file = ctx.config.actions.market_file
         capture = GammaCapture(grimoire, reader, WatchList.build(rpc.addresses, rpc.events),
                                store, ctx.config.data_dir, chain, ctx.events,
                                first_block=None if rpc.start_block < 0 else rpc.start_block,
-                               expected_chain_id=rpc.chain_id)
+                               expected_chain_id=rpc.chain_id,
+                               names=market_names(load_market(Path(market_file)))
+                               if market_file else Names())
     ctx.registry.register("gamma", capture)
     return capture
 

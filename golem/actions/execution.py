@@ -30,9 +30,10 @@ from golem.actions.signer import build_signed
 from golem.actions.wallet import CREDENTIAL, open_wallet
 from golem.chain.evm import ChainError
 from golem.chain.market import load_market
+from golem.chain.names import market_names
 from golem.chain.rpc_evm import NodeEvm
 from golem.chain.transactions import DirectChain, TxChain, preflight
-from golem.grimoire.payloads import OUTCOME_CATEGORY, outcome_payload
+from golem.grimoire.payloads import OUTCOME_CATEGORY, outcome_payload, outcome_text
 from golem.grimoire.records import Episode, Provenance
 
 if TYPE_CHECKING:
@@ -240,9 +241,6 @@ class Executor:
                  block: int, block_hash: str, settle: bool) -> Episode:
         a = r.action
         key = f"{self.namespace}:execution:{r.seq}".encode()
-        text = (f"Own action {a.kind} on {a.contract or '(none)'}: {r.status}. {r.detail}. "
-                f"Realised P&L ${r.pnl_usd:+.4f}; equity ${r.equity_before:,.2f} -> "
-                f"${r.equity_after:,.2f}.")
         payload = {**outcome_payload(a.kind, r.status, r.pnl_usd),
                    "address": a.contract.lower(), "asset_in": a.asset_in,
                    "asset_out": a.asset_out, "amount": a.amount, "notional_usd": a.notional_usd,
@@ -251,12 +249,16 @@ class Executor:
                    "equity_after": r.equity_after, "settle": settle,
                    "function": the_plan.function if the_plan else "",
                    "token": the_plan.token if the_plan else None}
+        venue = (market_names(self.valuer.market).label(a.contract, "contract")
+                 if a.contract else "no contract")
         return Episode(
             id=hashlib.sha256(key).hexdigest()[:32], namespace=self.namespace,
             chain_id=self.chain.evm.chain_id, block_number=block, block_hash=block_hash,
             log_index=-1, tx_hash=r.tx_hashes[-1] if r.tx_hashes else "", tick=tick,
             observed_at=now, category=OUTCOME_CATEGORY,
-            protocol=the_plan.protocol if the_plan else None, text=text, payload=payload,
+            protocol=the_plan.protocol if the_plan else None,
+            text=outcome_text(payload, venue), payload=payload,
+            identifiers=tuple(dict.fromkeys(x for x in (a.contract, *r.tx_hashes) if x)),
             curiosity=OUTCOME_CURIOSITY,
             provenance=Provenance(author=self.namespace, process="theta", verified=True))
 

@@ -37,6 +37,7 @@ from golem.chain.cursor import CaptureStore
 from golem.chain.decoding import DecodedEvent, MalformedLog, RawLog, decode
 from golem.chain.follower import Captured, ChainFollower, Idle, Rewound
 from golem.chain.jsonrpc import RpcError
+from golem.chain.names import Names
 from golem.chain.ranges import RangeRefusedError
 from golem.chain.reader import ChainReader
 from golem.chain.render import TokenMeta, render
@@ -48,6 +49,7 @@ from golem.config import ChainSection
 from golem.errors import EXIT_SOFTWARE, GolemError
 from golem.events import ChainHalted, ChainReorg, EventBus
 from golem.gamma.handoff import Escalation, GammaHandoff
+from golem.gamma.rendering import event_identifiers, event_text, names_used, save_names
 from golem.gamma.reverts import revert_episodes, verified_hashes
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.memory_file import atomic_write
@@ -57,6 +59,7 @@ from golem.perception.curiosity import curiosity_score
 from golem.perception.features import features, size_key
 from golem.perception.market import (
     PricePoint,
+    answer_change_phrase,
     context_line,
     move_phrase,
     size_phrase,
@@ -92,6 +95,7 @@ class GammaCapture:
     first_block: int | None = None
     expected_chain_id: int = 0
     name: str = "chain-capture"
+    names: Names = field(default_factory=Names)  # what renderings call known addresses
     beliefs: BeliefState = field(default_factory=BeliefState)
     follower: ChainFollower | None = field(init=False, default=None)
     chain_id: int | None = field(init=False, default=None)
@@ -108,6 +112,13 @@ class GammaCapture:
         self.backoff = Backoff(self.chain.rpc.backoff_base_s, self.chain.rpc.backoff_max_s)
         self._rng = random.Random()  # noqa: S311 - jitter, not crypto
         self._truth_written = _count_lines(self.data_dir / CHAIN_DIR / GROUND_TRUTH_FILE)
+        save_names(self.data_dir, self.names)
+
+    def name_addresses(self, names: Mapping[str, str]) -> None:
+        """Add names (e.g. the golem's own wallet, known once actions are set up); kept
+        beside the chain data for re-renderings (golem.gamma.rendering.load_names)."""
+        self.names = self.names.with_names(names)
+        save_names(self.data_dir, self.names)
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
         if self.halted:
@@ -198,7 +209,7 @@ class GammaCapture:
         reverts = await revert_episodes(
             self.reader, self.directory, self.watch.addresses, round_.first, round_.last,
             verified=verified_hashes(round_), succeeded={raw.tx_hash for raw in round_.logs},
-            namespace=self.grimoire.namespace, tick=tick, now=now) \
+            namespace=self.grimoire.namespace, tick=tick, now=now, names=self.names) \
             if self.chain.capture_reverts else []
         episodes.extend(reverts)
         stored = await self.grimoire.add_episodes(episodes) if episodes else 0
@@ -228,15 +239,18 @@ class GammaCapture:
             eid = episode_id(raw.chain_id, raw.block_hash, raw.log_index)
             size = obs.features.get(size_key(event.name))
             meta = await self.directory.meta_for(event)
-            text = self._context(event, size.error if size is not None else None) \
-                + render(event, meta)
+            context = self._context(event, size.error if size is not None else None)
+            rendering = render(event, meta, self.names)
+            payload = episode_payload(event, obs.regime.value, decision.action.value, meta)
+            payload["context"] = context
+            payload["names"] = names_used(rendering.identifiers, self.names)
             episodes.append(Episode(
                 id=eid, namespace=self.grimoire.namespace, chain_id=raw.chain_id,
                 block_number=raw.block_number, block_hash=raw.block_hash,
                 log_index=raw.log_index, tx_hash=raw.tx_hash, tick=tick, observed_at=now,
-                category=event.category, protocol=event.protocol, text=text,
-                payload=episode_payload(event, obs.regime.value, decision.action.value, meta),
-                curiosity=curiosity,
+                category=event.category, protocol=event.protocol,
+                text=event_text(context, rendering), payload=payload, curiosity=curiosity,
+                identifiers=event_identifiers(rendering, raw.tx_hash),
                 provenance=Provenance(author=self.grimoire.namespace, process="gamma",
                                       verified=True)))
             if decision.action is RoutingAction.ESCALATE:
@@ -245,14 +259,17 @@ class GammaCapture:
 
     def _context(self, event: DecodedEvent, size_error: float | None) -> str:
         """Perception's reading of size and market move, put before the rendering."""
+        change = None
         if event.name == "AnswerUpdated":
             answer, updated = event.args.get("current"), event.args.get("updatedAt")
             if isinstance(answer, int) and isinstance(updated, int) and answer > 0:
                 feed = event.address.lower()
+                track = self.to_theta.tape(feed)
+                change = answer_change_phrase(track[-1].price if track else None, answer)
                 self.to_theta.record_price(feed, PricePoint(float(updated), float(answer)))
                 self._last_feed = feed
         market = move_phrase(self.to_theta.tape(self._last_feed)) if self._last_feed else None
-        return context_line(size_phrase(event.category, size_error), market)
+        return context_line(size_phrase(event.category, size_error), market, change)
 
     def _write_beliefs(self) -> None:
         folder = self.data_dir / CHAIN_DIR

@@ -18,8 +18,10 @@ from eth_utils.abi import function_abi_to_4byte_selector
 
 from golem.chain.compile import load_artifacts
 from golem.chain.follower import Captured
+from golem.chain.names import Names
 from golem.chain.reader import MAX_FAILED_SPAN, ChainReader, FailedTx
 from golem.chain.tokens import TokenDirectory
+from golem.gamma.rendering import revert_identifiers, revert_sentence
 from golem.grimoire.payloads import REVERT_CATEGORY, revert_payload
 from golem.grimoire.records import Episode, Provenance, tx_episode_id
 
@@ -88,35 +90,29 @@ async def classify(tx: FailedTx, function: str,
     return None, "call", None
 
 
-def short(address: str) -> str:
-    return f"{address[:6]}...{address[-4:]}" if len(address) > 12 else address
-
-
 async def revert_episodes(reader: ChainReader, directory: TokenDirectory,
                           addresses: Iterable[str], lo: int, hi: int, *,
                           verified: Mapping[int, str], succeeded: Collection[str] = (),
-                          namespace: str, tick: int,
-                          now: float) -> list[Episode]:
+                          namespace: str, tick: int, now: float,
+                          names: Names | None = None) -> list[Episode]:
     """Episodes of the failed transactions to `addresses` in blocks lo..hi, except those
     whose block hash differs from the one in `verified` (block number -> hash).
-    `succeeded`: hashes of txs that emitted a log (no receipt needed for those)."""
+    `succeeded`: hashes of txs that emitted a log (no receipt needed for those); `names`:
+    what the texts call known addresses (golem.gamma.rendering.revert_sentence)."""
     failed: list[FailedTx] = []
     for start in range(lo, hi + 1, MAX_FAILED_SPAN):  # max_blocks_per_tick may be larger
         end = min(start + MAX_FAILED_SPAN - 1, hi)
         failed += await reader.failed_transactions(start, end, addresses, succeeded)
     kept = [tx for tx in failed if verified.get(tx.block_number, tx.block_hash) == tx.block_hash]
-    return [await _episode(tx, directory, namespace=namespace, tick=tick, now=now)
-            for tx in kept]
+    return [await _episode(tx, directory, namespace=namespace, tick=tick, now=now,
+                           names=names or Names()) for tx in kept]
 
 
 async def _episode(tx: FailedTx, directory: TokenDirectory, *, namespace: str, tick: int,
-                   now: float) -> Episode:
+                   now: float, names: Names) -> Episode:
     function = function_of(tx.selector) if tx.selector != "0x" else "fallback"
     token, action, recipient = await classify(tx, function, directory)
     meta = await directory.token(token) if token is not None else None
-    what = f"{meta.symbol} {short(tx.to)}" if meta is not None and meta.symbol else short(tx.to)
-    into = f", a sell into pool {short(recipient)}" if action == "sell" and recipient else ""
-    text = f"Reverted: {function} on {what} by {short(tx.sender)}{into} (tx {short(tx.tx_hash)})"
     payload: dict[str, Any] = {**revert_payload(tx.to, function, token, action),
                                "tx_hash": tx.tx_hash, "sender": tx.sender,
                                "selector": tx.selector, "recipient": recipient,
@@ -125,8 +121,9 @@ async def _episode(tx: FailedTx, directory: TokenDirectory, *, namespace: str, t
         id=tx_episode_id(tx.chain_id, tx.block_hash, tx.tx_index), namespace=namespace,
         chain_id=tx.chain_id, block_number=tx.block_number, block_hash=tx.block_hash,
         log_index=-1, tx_hash=tx.tx_hash, tick=tick, observed_at=now,
-        category=REVERT_CATEGORY, protocol="ERC20" if token is not None else None, text=text,
-        payload=payload, curiosity=REVERT_CURIOSITY,
+        category=REVERT_CATEGORY, protocol="ERC20" if token is not None else None,
+        text=revert_sentence(payload, names), payload=payload, curiosity=REVERT_CURIOSITY,
+        identifiers=revert_identifiers(payload),
         provenance=Provenance(author=namespace, process="gamma", verified=True))
 
 

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -154,6 +155,7 @@ class Embedder:
         self._limiter = anyio.CapacityLimiter(1)
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._queries_lock = threading.Lock()
+        self._totals = {"calls": 0, "texts": 0, "chars": 0, "seconds": 0.0}
 
     @classmethod
     def load(cls, model_dir: Path, batch_size: int = 32, *, threads: int | None = None,
@@ -197,8 +199,10 @@ class Embedder:
         order = np.argsort([len(t) for t in items], kind="stable")
         try:
             with self._lock:
+                started = time.perf_counter()
                 rows = list(self._model.embed([items[i] for i in order],
                                               batch_size=self.batch_size))
+                self._count(items, time.perf_counter() - started)
         except Exception as exc:
             raise GrimoireError(f"embedding failed ({type(exc).__name__}: {exc})") from exc
         stacked = np.asarray(np.stack(rows), dtype=np.float32)
@@ -209,6 +213,22 @@ class Embedder:
         vectors[order] = stacked / np.maximum(np.linalg.norm(stacked, axis=1, keepdims=True),
                                               1e-12)
         return vectors
+
+    def _count(self, items: Sequence[str], seconds: float) -> None:
+        totals = self._totals
+        totals["calls"] += 1
+        totals["texts"] += len(items)
+        totals["chars"] += sum(map(len, items))
+        totals["seconds"] += seconds
+
+    def totals(self) -> dict[str, float]:
+        """What this embedder did since it was loaded: calls, texts, characters and wall
+        seconds inside the model (tokenising included), and texts per second of those."""
+        with self._lock:
+            out = dict(self._totals)
+        out["texts_per_s"] = round(out["texts"] / out["seconds"], 1) if out["seconds"] else 0.0
+        out["seconds"] = round(out["seconds"], 3)
+        return out
 
     async def aembed(self, texts: Sequence[str]) -> np.ndarray:
         """embed() in a worker thread, one call at a time, off the event loop."""

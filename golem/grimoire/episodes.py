@@ -36,7 +36,13 @@ from lancedb.table import AsyncTable
 
 from golem.config import GrimoireSection
 from golem.grimoire import episodes_layout as layout
-from golem.grimoire.episodes_migrate import EmbedFn, copy_episodes, current_layout
+from golem.grimoire.episodes_migrate import (
+    EmbedFn,
+    ProgressFn,
+    TransformFn,
+    copy_episodes,
+    current_layout,
+)
 from golem.grimoire.episodes_schema import (
     ROW_COLUMNS,
     UPDATABLE,
@@ -563,21 +569,33 @@ class EpisodeStore:
         return {"before": before, "after": after, "orphans_removed": len(swept),
                 "seconds": round(time.perf_counter() - started, 3)}
 
-    def reembed(self, embed_fn: EmbedFn, batch_size: int = 256) -> int:
-        """Re-embed every row with the configured model into a new table, then switch to it
-        with one atomic pointer write. A failure or crash before that leaves the old store.
-        Writes wait meanwhile; run it with the golem stopped (the old table is deleted)."""
-        return self._rebuild(self._configured, "reembed", embed_fn, batch_size)
+    def reembed(self, embed_fn: EmbedFn, batch_size: int = 256, *,
+                transform: TransformFn | None = None,
+                progress: ProgressFn | None = None) -> int:
+        """Copy every row into a new table with the configured model's vectors, then switch
+        to it with one atomic pointer write. ``transform`` makes an episode again (its text
+        re-rendered); when the stored vectors are already the configured model's, only the
+        episodes whose text changed are embedded, the rest keep their vectors. A failure,
+        an interruption or a crash before the switch leaves the old store as it was (the
+        unfinished copy is removed, now or at the next open), so running it again is safe.
+        Writes wait meanwhile; run it with the golem stopped (the old table is deleted).
+        ``progress(done, total)`` after every batch. Returns the rows copied."""
+        return self._rebuild(self._configured, "reembed", embed_fn, batch_size,
+                             transform=transform, reuse_vectors=not self.needs_migration,
+                             progress=progress)
 
     def _rebuild(self, target: ModelSignature, what: str, embed_fn: EmbedFn | None,
-                 batch_size: int) -> int:
+                 batch_size: int, *, transform: TransformFn | None = None,
+                 reuse_vectors: bool = False, progress: ProgressFn | None = None) -> int:
         """Copy every row into a new table in today's layout (re-embedded with embed_fn if
         given) and switch to it; see reembed for the guarantees."""
         with self._write_lock:
             name = layout.new_table_name(target)
             try:
                 new = create_table(self._db, name, episode_schema(target.dim))
-                written = copy_episodes(self._table, new, target, batch_size, embed_fn)
+                written = copy_episodes(self._table, new, target, batch_size, embed_fn,
+                                        transform=transform, reuse_vectors=reuse_vectors,
+                                        progress=progress)
                 new_meta = layout.StoreMeta(name, target, None)
                 layout.write_meta(self.directory, new_meta)  # the commit point
             except BaseException as exc:

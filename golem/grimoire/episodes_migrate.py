@@ -27,6 +27,9 @@ from golem.grimoire.records import Episode, Pad, Provenance, Source
 from golem.grimoire.signature import ModelSignature
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
+# An episode made again (e.g. re-rendered from its payload); None keeps it as it is.
+TransformFn = Callable[[Episode], Episode | None]
+ProgressFn = Callable[[int, int], None]  # (rows copied so far, rows in all)
 WRITE_ROWS = 8192  # rows per commit to the new table: few fragments, bounded memory
 
 
@@ -36,10 +39,13 @@ def current_layout(table: Any) -> bool:
 
 
 def copy_episodes(source: Any, new: Any, target: ModelSignature, batch_size: int,
-                  embed_fn: EmbedFn | None = None) -> int:
+                  embed_fn: EmbedFn | None = None, *, transform: TransformFn | None = None,
+                  reuse_vectors: bool = False, progress: ProgressFn | None = None) -> int:
     """Copy all rows of ``source`` (either layout) into the empty table ``new`` in today's
-    layout, with vectors from ``embed_fn`` if given (else the stored ones); returns rows
-    copied."""
+    layout, each episode through ``transform`` if given, with vectors from ``embed_fn`` if
+    given (else the stored ones). ``reuse_vectors``: the stored vectors are in the target's
+    space, so only episodes whose text ``transform`` changed are embedded. ``progress``
+    is called after every batch. Returns rows copied."""
     schema = episode_schema(target.dim)
     read = from_row if current_layout(source) else _from_layout1
     expected = int(source.count_rows())
@@ -49,15 +55,25 @@ def copy_episodes(source: Any, new: Any, target: ModelSignature, batch_size: int
         if batch.num_rows == 0:
             continue
         table = pa.Table.from_batches([batch])
-        episodes = [read(row) for row in table.drop_columns(["vector"]).to_pylist()]
-        vectors = (arrow_vectors(table, target.dim) if embed_fn is None
-                   else _embedded(episodes, target, embed_fn))
+        stored = [read(row) for row in table.drop_columns(["vector"]).to_pylist()]
+        episodes = [(transform(e) or e) if transform else e for e in stored]
+        if embed_fn is None or reuse_vectors:  # stored vectors in the target's space
+            vectors = np.array(arrow_vectors(table, target.dim), dtype=np.float32)
+        else:
+            vectors = np.empty((len(episodes), target.dim), dtype=np.float32)
+        if embed_fn is not None:
+            redo = [i for i, (old, now) in enumerate(zip(stored, episodes, strict=True))
+                    if not reuse_vectors or old.text != now.text]
+            if redo:
+                vectors[redo] = _embedded([episodes[i] for i in redo], target, embed_fn)
         pending.append(to_table(episodes, vectors, target.id, schema))
         pending_rows += batch.num_rows
         if pending_rows >= WRITE_ROWS:
             new.add(pa.concat_tables(pending))
             written += pending_rows
             pending, pending_rows = [], 0
+        if progress is not None:
+            progress(written + pending_rows, expected)
     if pending:
         new.add(pa.concat_tables(pending))
         written += pending_rows

@@ -22,7 +22,7 @@ from lancedb.expr import Expr, col, lit
 from lancedb.index import FTS, Bitmap, BTree
 
 from golem.grimoire.errors import InvalidMemory
-from golem.grimoire.records import Episode, Pad, Provenance, Source, finite_unit
+from golem.grimoire.records import Episode, Pad, Provenance, Source, finite_unit, search_text
 
 # Layout 2: one JSON "record" column holds the whole episode except its text and the
 # fields later writes change; the other columns exist to be filtered, indexed or updated.
@@ -51,6 +51,7 @@ COLUMN_UPDATABLE = ("importance", "quality_verified")
 # What searches and gets read back to rebuild an Episode (no vector).
 ROW_COLUMNS: tuple[str, ...] = ("record", "text", *COLUMN_UPDATABLE)
 ID_CHUNK = 1000  # ids per IN (...) statement
+MAX_IDENTIFIERS, MAX_IDENTIFIER_CHARS = 32, 80  # the full-text index keeps tokens up to 80
 
 
 def episode_schema(dim: int) -> pa.Schema:
@@ -73,6 +74,8 @@ def _record_json(episode: Episode, signature_id: str) -> str:
                        "bloodstain": bool(prov.bloodstain), "verified": bool(prov.verified)},
         "signature": signature_id,
     }
+    if episode.identifiers:  # the text column holds search_text: the text, then these
+        record["identifiers"] = list(episode.identifiers)
     try:
         return json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -86,6 +89,12 @@ def _check(episode: Episode) -> None:
         raise InvalidMemory("episode: id and namespace must be non-empty")
     if not episode.text.strip():
         raise InvalidMemory(f"episode {episode.id}: text is empty")
+    if len(episode.identifiers) > MAX_IDENTIFIERS or not all(
+            isinstance(i, str) and 0 < len(i) <= MAX_IDENTIFIER_CHARS and i.isprintable()
+            and not any(ch.isspace() for ch in i) for i in episode.identifiers):
+        raise InvalidMemory(f"episode {episode.id}: identifiers must be at most "
+                            f"{MAX_IDENTIFIERS} printable words of 1-{MAX_IDENTIFIER_CHARS} "
+                            "characters")
     numbers = (episode.observed_at, episode.curiosity, *episode.pad.as_tuple())
     if not all(math.isfinite(x) for x in numbers) or (
             episode.importance is not None and not math.isfinite(episode.importance)):
@@ -99,7 +108,7 @@ def to_table(episodes: Sequence[Episode], vectors: np.ndarray, signature_id: str
     for ep in episodes:
         _check(ep)
         row = (ep.id, ep.namespace, ep.chain_id, ep.block_number, float(ep.observed_at),
-               ep.category, ep.protocol, ep.text,
+               ep.category, ep.protocol, search_text(ep),
                None if ep.importance is None else float(ep.importance),
                bool(ep.quality_verified), 0, _record_json(ep, signature_id))
         for (name, _, _), value in zip(_SCALARS, row, strict=True):
@@ -147,19 +156,24 @@ def from_row(row: dict[str, Any]) -> Episode:
     ignored)."""
     record = json.loads(row["record"])
     prov = record["provenance"]
+    identifiers = tuple(record.get("identifiers", ()))
+    text = row["text"]
+    if identifiers:  # the column holds search_text: drop the identifiers line
+        text = text[: len(text) - len(" ".join(identifiers)) - 1]
     return Episode(
         id=record["id"], namespace=record["namespace"], chain_id=record["chain_id"],
         block_number=record["block_number"], block_hash=record["block_hash"],
         log_index=record["log_index"], tx_hash=record["tx_hash"], tick=record["tick"],
         observed_at=record["observed_at"], category=record["category"],
-        protocol=record["protocol"], text=row["text"], payload=record["payload"],
+        protocol=record["protocol"], text=text, payload=record["payload"],
         curiosity=record["curiosity"], importance=row["importance"],
         quality_verified=row["quality_verified"], replay_count=row["replay_count"],
         pad=Pad(*record["pad"]),
         provenance=Provenance(
             source=Source(prov["source"]), generation=prov["generation"],
             author=prov["author"], process=prov["process"],
-            bloodstain=prov["bloodstain"], verified=prov["verified"]))
+            bloodstain=prov["bloodstain"], verified=prov["verified"]),
+        identifiers=identifiers)
 
 
 def sql_str(value: str) -> str:

@@ -135,6 +135,7 @@ class Grimoire(KnowledgeMaintenance):
             self._episodes.close()
 
         await self._store(close_stores)
+        log.info("embedder totals", **self.embedder.totals())
 
     # --- writes ----------------------------------------------------------------------
 
@@ -210,9 +211,11 @@ class Grimoire(KnowledgeMaintenance):
     async def add_episodes(self, episodes: Sequence[Episode], *,
                            vectors: Any | None = None) -> int:
         """Embed and store episodes in one batched, idempotent write (an id already stored
-        is left as it is); returns how many were offered. ``vectors``: their embeddings,
-        one row per episode, when the caller already has them from this golem's embedder
-        (then nothing is embedded here); InvalidMemory for the wrong shape."""
+        is left as it is); returns how many were offered. Each episode's text is embedded;
+        its identifiers are indexed for full text beside the text, not embedded.
+        ``vectors``: their embeddings, one row per episode, when the caller already has
+        them from this golem's embedder (then nothing is embedded here); InvalidMemory for
+        the wrong shape."""
         if not episodes:
             return 0
         for episode in episodes:

@@ -1,10 +1,14 @@
-"""``golem memory reembed``: move every stored vector to the configured model.
+"""``golem memory reembed``: move every stored vector to the configured model, and
+episodes to today's renderings.
 
-Each store migrates all-or-nothing: the episode store re-embeds into a new table
-and switches with one atomic pointer write; the semantic store swaps every
-vector and its recorded signature in one SQLite transaction. A crash leaves a
-store either wholly old or wholly new, never mixed, and the command can simply
-be run again: a store already on the configured model is left alone.
+Each store migrates all-or-nothing: the episode store copies into a new table
+(each episode re-rendered by the caller's ``transform``, re-embedded where its
+text changed or the model did) and switches with one atomic pointer write; the
+semantic store swaps every vector and its recorded signature in one SQLite
+transaction. An interruption or a crash leaves a store either wholly old or
+wholly new, never mixed, and the command can simply be run again: entries
+already on the configured model are left alone, and episodes whose rendering
+did not change keep their vectors.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from golem.config import Config
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.episode_files import EPISODES_DIR
 from golem.grimoire.episodes import EpisodeStore
+from golem.grimoire.episodes_migrate import ProgressFn, TransformFn
+from golem.grimoire.records import Episode
 from golem.grimoire.semantic import SemanticStore
 from golem.grimoire.store_files import SEMANTIC_FILE
 
@@ -27,17 +33,23 @@ log = structlog.get_logger("golem.grimoire.migration")
 @dataclass(frozen=True)
 class ReembedReport:
     signature: str
-    episodes: int
+    episodes: int  # episodes copied (0: the store was left alone)
     entries: int
     episodes_already_current: bool
     entries_already_current: bool
+    episodes_rerendered: int = 0  # episodes whose text the transform changed
 
 
-async def reembed_all(config: Config) -> ReembedReport:
-    return await anyio.to_thread.run_sync(_reembed_sync, config)
+async def reembed_all(config: Config, transform: TransformFn | None = None,
+                      progress: ProgressFn | None = None) -> ReembedReport:
+    """Re-embed what is not on the configured model; with ``transform``, copy every episode
+    through it (re-rendering) and embed those whose text changed. ``progress(done, total)``
+    after every batch of episodes."""
+    return await anyio.to_thread.run_sync(_reembed_sync, config, transform, progress)
 
 
-def _reembed_sync(config: Config) -> ReembedReport:
+def _reembed_sync(config: Config, transform: TransformFn | None,
+                  progress: ProgressFn | None) -> ReembedReport:
     cfg = config.grimoire
     embedder = Embedder.load(cfg.model_dir, cfg.embed_batch_size)
     target = embedder.signature
@@ -46,8 +58,23 @@ def _reembed_sync(config: Config) -> ReembedReport:
     episodes = EpisodeStore.open(data_dir / EPISODES_DIR, target,
                                  index_min_rows=cfg.index_min_rows, for_migration=True)
     episodes_current = not episodes.needs_migration
-    moved_episodes = 0 if episodes_current else episodes.reembed(embedder.embed)
-    log.info("episodes re-embedded", count=moved_episodes, already_current=episodes_current)
+    changed = 0
+
+    def counted(episode: Episode) -> Episode | None:
+        nonlocal changed
+        assert transform is not None
+        made = transform(episode)
+        if made is not None and made.text != episode.text:
+            changed += 1
+        return made
+
+    try:
+        moved_episodes = 0 if episodes_current and transform is None else episodes.reembed(
+            embedder.embed, transform=counted if transform else None, progress=progress)
+    finally:
+        episodes.close()
+    log.info("episodes re-embedded", count=moved_episodes, rerendered=changed,
+             already_current=episodes_current)
 
     path = data_dir / SEMANTIC_FILE
     stored = SemanticStore.stored_signature(path)
@@ -65,4 +92,4 @@ def _reembed_sync(config: Config) -> ReembedReport:
             semantic.close()
     log.info("entries re-embedded", count=moved_entries, already_current=entries_current)
     return ReembedReport(target.id, moved_episodes, moved_entries, episodes_current,
-                         entries_current)
+                         entries_current, changed)

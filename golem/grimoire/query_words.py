@@ -68,6 +68,15 @@ _TIME_WORDS = re.compile(rf"\b(yesterday|today|ago|last|past|week|month|year|{_M
                          r"\d{4})\b")
 
 
+_HEX_ID = re.compile(r"\b0x(?:[0-9a-fA-F]{64}|[0-9a-fA-F]{40})\b")
+
+
+def hex_identifiers(query: str) -> frozenset[str]:
+    """The exact hex identifiers a query names (20-byte addresses, 32-byte hashes),
+    lowercase."""
+    return frozenset(m.group(0).lower() for m in _HEX_ID.finditer(query))
+
+
 def mentions_time(query: str) -> bool:
     """Whether the query has words that often name a time (for logging one it could not
     read as a window: the expression is then ignored)."""

@@ -26,8 +26,8 @@ from golem.grimoire.decay import half_lives_from_config
 from golem.grimoire.episodes_schema import Found
 from golem.grimoire.errors import GrimoireError
 from golem.grimoire.fusion import rrf
-from golem.grimoire.query_words import TimeWindow, asks_why
-from golem.grimoire.records import DecayClass, EntryType, Pad, SemanticEntry, Status
+from golem.grimoire.query_words import TimeWindow, asks_why, hex_identifiers
+from golem.grimoire.records import DecayClass, EntryType, Episode, Pad, SemanticEntry, Status
 from golem.grimoire.scoring import (
     HOP_DISCOUNT,
     FourFactorWeights,
@@ -119,7 +119,10 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
         scored = _with_causes(g, scored, k=k, ns=ns, now=now, pad=pad, weights=weights,
                               half_lives=half_lives)
     best = max((c.similarity for c in pool.values()), default=None)
-    reason = refusal(best, cfg.refusal_threshold)
+    # A hex identifier the query names exactly and an episode holds is evidence enough:
+    # renderings name addresses by alias, so its cosine says little.
+    exact = names_exactly(hex_identifiers(query), scored[:k])
+    reason = None if exact else refusal(best, cfg.refusal_threshold)
     _record_access(g, [*scored[:k], *anti], now, refused=reason is not None)
     if reason is not None:
         return rc.Refusal(query=query, namespaces=namespaces, reason=reason,
@@ -136,6 +139,20 @@ class _HalfLives:
 
     entries: Mapping[DecayClass, float]
     episodes: float
+
+
+def names_exactly(wanted: frozenset[str], hits: Sequence[rc.Hit]) -> bool:
+    """Whether an episode among ``hits`` holds one of the ``wanted`` identifiers (lowercase):
+    in its identifiers, or (written before identifiers existed) in its text."""
+    if not wanted:
+        return False
+    for hit in hits:
+        record = hit.record
+        if isinstance(record, Episode) and (
+                wanted & {i.lower() for i in record.identifiers}
+                or any(w in record.text.lower() for w in wanted)):
+            return True
+    return False
 
 
 def over_best(score: float, best: float) -> float:

@@ -143,7 +143,7 @@ class Episode:
     observed_at: float
     category: str
     protocol: str | None
-    text: str  # the rendering that is embedded and lexically indexed
+    text: str  # the rendering that is embedded, shown and lexically indexed
     payload: dict[str, Any] = field(default_factory=dict)  # decoded event, JSON-safe
     curiosity: float = 0.0
     importance: float | None = None
@@ -151,6 +151,17 @@ class Episode:
     replay_count: int = 0
     pad: Pad = field(default_factory=Pad)
     provenance: Provenance = field(default_factory=Provenance)
+    # Exact identifiers (hex addresses, hashes) the text names by alias or name: the
+    # full-text index sees them after the text, the embedder does not (search_text).
+    identifiers: tuple[str, ...] = ()
+
+
+def search_text(episode: Episode) -> str:
+    """What the full-text index sees of an episode: its text, then its identifiers on one
+    line (none: the text alone, as every episode written before identifiers existed)."""
+    if not episode.identifiers:
+        return episode.text
+    return f"{episode.text}\n{' '.join(episode.identifiers)}"
 
 
 def episode_id(chain_id: int, block_hash: str, log_index: int) -> str:

@@ -87,10 +87,22 @@ def size_phrase(category: str, error: float | None) -> str | None:
     return f"{word} {category} ({ratio:.0f}x this contract's usual size)"
 
 
-def context_line(size: str | None, market: str | None) -> str:
+def answer_change_phrase(previous: float | None, current: float) -> str | None:
+    """A feed answer against the feed's previous one: "answer down 2.3% from the previous
+    one" ("unchanged" under 0.05%), or None without a previous positive answer."""
+    if previous is None or previous <= 0:
+        return None
+    change = current / previous - 1.0
+    if abs(change) < 0.0005:
+        return "answer unchanged from the previous one"
+    return f"answer {'down' if change < 0 else 'up'} {abs(change):.1%} from the previous one"
+
+
+def context_line(size: str | None, market: str | None, change: str | None = None) -> str:
     """The prefix put before a rendering (first, so the embedding model's 256-token
-    window and a truncated display both keep it); empty when there is nothing to say."""
-    parts = [p for p in (size, market) if p]
+    window and a truncated display both keep it); empty when there is nothing to say.
+    ``change``: a feed answer's change from the previous one (answer_change_phrase)."""
+    parts = [p for p in (change, size, market) if p]
     if not parts:
         return ""
     text = "; ".join(parts)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
 
 import anyio
+import pytest
 
 from golem.chain.cursor import CaptureStore
+from golem.chain.names import OWN_WALLET
 from golem.config import Config, load_config
 from golem.gamma.capture import GammaCapture
+from golem.gamma.rendering import capture_names
 from golem.grimoire.grimoire import Grimoire
-from golem.grimoire.records import episode_id, tx_episode_id
+from golem.grimoire.records import Episode, episode_id, tx_episode_id
 from golem.logging import configure_logging
 from golem.perception.beliefs import BeliefState
 from golem.runtime.daemon import Daemon
@@ -56,6 +60,7 @@ def _set_of(config: Config) -> set[str]:
     return set(ids)
 
 
+@pytest.mark.timeout(300)  # two daemon runs and a market deployment: ~95 s on quiet cores
 def test_capture_writes_every_confirmed_watched_log_once_and_survives_a_restart(
         tmp_path: Path) -> None:
     path = tmp_path / "golem.toml"
@@ -90,15 +95,31 @@ def test_capture_writes_every_confirmed_watched_log_once_and_survives_a_restart(
             result = await g.recall("a Uniswap V2 swap of WETH for USDC", k=3,
                                     namespace=g.namespace)
             assert not result.refused
-            assert any("Swap" in h.text for h in result.hits)
-            assert any("WETH" in h.text and "USDC" in h.text for h in result.hits)
+            assert any("swap on the WETH/USDC pool" in h.text for h in result.hits)
             top = result.hits[0].record
             assert top.payload["route"] in ("escalate", "update_silently", "discard")
+            # The sentences name things; the exact addresses stay findable by full text.
+            assert isinstance(top, Episode) and "0x" not in top.text
+            trader = next(i for i in top.identifiers
+                          if i.lower() not in (pool.lower(), top.tx_hash))
+            exact = await g.recall(trader, k=10, namespace=g.namespace)
+            assert exact.hits and all(isinstance(h.record, Episode)
+                                      and trader in h.record.identifiers
+                                      for h in exact.hits[:3])
         finally:
             await g.close()
 
+    pool = second.market.market.pair_weth_usdc
     anyio.run(recall)
     chain_dir = config.data_dir / "chain"
+    written = json.loads((chain_dir / "names.json").read_text())
+    assert written[pool.lower()] == "the WETH/USDC pool"
+    # A data dir from before names.json: the seed's market, deployed again, names the same
+    # venues the running golem named (what `golem memory reembed` falls back on).
+    again = capture_names(dataclasses.replace(config, golem=dataclasses.replace(
+        config.golem, data_dir=tmp_path / "no-names")))
+    venues = {a: n for a, n in written.items() if n != OWN_WALLET}
+    assert len(venues) >= 10 and again.known() == venues
     beliefs = BeliefState.from_dict(json.loads((chain_dir / "beliefs.json").read_text()))
     assert len(beliefs.channels) >= 4
     truth = [json.loads(line) for line in

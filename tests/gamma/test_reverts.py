@@ -182,7 +182,9 @@ def test_honeypot_sells_become_revert_episodes_once_then_anti_knowledge(
             "Reverted", honey, "transfer", honey, "sell")
         assert p["recipient"] == pool and p["selector"] == TRANSFER and p["symbol"] == "HONEY"
         assert p["tx_hash"] in {tx for _, tx in chain.sells} and e.tx_hash == p["tx_hash"]
-        assert e.text.startswith("Reverted: transfer on HONEY 0x") and "sell into pool" in e.text
+        assert e.text.startswith("Reverted: transfer on the HONEY token by account ")
+        assert e.text.endswith(f", a sell into pool {pool[2:6].lower()}") and "0x" not in e.text
+        assert {honey, pool, p["tx_hash"]} <= set(e.identifiers)  # exact, for full text
         assert e.block_number >= first_sell_block and e.provenance.process == "gamma"
         # never the id of a log of the same block
         assert e.id not in {episode_id(e.chain_id, e.block_hash, i) for i in range(64)}

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from golem.perception.market import (
     WINDOW_S,
     PricePoint,
+    answer_change_phrase,
     context_line,
     move_phrase,
     record,
@@ -58,3 +59,13 @@ def test_size_phrase_and_context_line() -> None:
     assert context_line("large swap (x)", "market crashing: y") == \
         "Large swap (x); market crashing: y. "
     assert context_line(None, "market steady: z") == "Market steady: z. "
+
+
+def test_a_feed_answer_says_how_it_moved_from_the_previous_one() -> None:
+    assert answer_change_phrase(None, 2000.0) is None
+    assert answer_change_phrase(0.0, 2000.0) is None
+    assert answer_change_phrase(2000.0, 1954.0) == "answer down 2.3% from the previous one"
+    assert answer_change_phrase(2000.0, 2030.0) == "answer up 1.5% from the previous one"
+    assert answer_change_phrase(2000.0, 2000.5) == "answer unchanged from the previous one"
+    assert context_line(None, "market falling: y", "answer down 2.3% from the previous one") \
+        == "Answer down 2.3% from the previous one; market falling: y. "
