@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -174,3 +175,43 @@ def _blocks_of(config: Config) -> dict[str, int]:
 
     out: dict[str, int] = anyio.run(read)
     return out
+
+
+SQLITE_FILES = ("state.db", "grimoire.db", "episodes/replays.db", "chain/capture.db",
+                "chain/positions.db", "cognition/decisions.db",
+                "consolidation/consolidation.db", "consolidation/delta.db",
+                "consolidation/loop3.db", "mortality/vitality.db")
+
+
+@pytest.fixture(scope="module")
+def ran_golem(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data dir after 20 simulated minutes (every SQLite file the golem keeps exists)."""
+    root = tmp_path_factory.mktemp("ran")
+    _, config = sim_config(root)
+    assert run_for(config, 1200) == EXIT_OK
+    return config.data_dir
+
+
+def test_every_sqlite_file_of_a_run_is_one_the_check_knows(ran_golem: Path) -> None:
+    from golem.integrity.check import sqlite_files  # noqa: PLC0415
+
+    found = {p.relative_to(ran_golem).as_posix() for p in sqlite_files(ran_golem)}
+    assert found == set(SQLITE_FILES)
+
+
+@pytest.mark.parametrize("name", SQLITE_FILES)
+def test_garbage_in_any_sqlite_file_stops_the_golem_with_one_line(
+        ran_golem: Path, tmp_path: Path, name: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from .test_integrity import fill, garble_page  # noqa: PLC0415
+
+    path, config = sim_config(tmp_path)
+    shutil.copytree(ran_golem, config.data_dir)
+    victim = config.data_dir / name
+    fill(victim)
+    garble_page(victim, 2)
+    assert run_cli(["run", "--config", str(path), "--stop-after", "10s"]) == EXIT_SOFTWARE
+    line = one_error_line(capsys)
+    assert str(victim) in line and "damaged" in line, line
+    assert run_cli(["check", "--config", str(path)]) == EXIT_SOFTWARE
+    assert f"BAD  {name}" in capsys.readouterr().out
