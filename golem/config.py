@@ -341,6 +341,25 @@ class SuccessionSection:
     inherited_replay_ticks: int = field(default=12, metadata=_check(ge=0, le=100_000))
 
 
+@dataclass(frozen=True)
+class ApiSection:
+    """The operator's HTTP surface (health, metrics, the memory API, the dashboard).
+
+    Off by default: the default configuration opens no socket. When on, it binds
+    loopback unless told otherwise, and every route but /healthz needs the bearer token.
+    """
+
+    enabled: bool = False
+    host: str = field(default="127.0.0.1", metadata=_check(min_len=1, max_len=255))
+    port: int = field(default=8421, metadata=_check(ge=1, le=65535))
+    # The bearer token: a file with mode 0600 holding one line (relative to this file),
+    # or, when empty, the systemd credential "golem_api_token". Never put a token here.
+    token_file: str = ""
+    # Request limits: a larger body or query string is refused (413 / 414) unread.
+    max_body_bytes: int = field(default=65_536, metadata=_check(ge=1024, le=16 << 20))
+    max_query_bytes: int = field(default=2_048, metadata=_check(ge=64, le=65_536))
+
+
 def _gamma() -> LoopSection:
     return LoopSection(interval_s=10.0, deadline_s=30.0, backoff_max_s=120.0)
 
@@ -374,6 +393,7 @@ class Config:
     mortality: MortalitySection = field(default_factory=MortalitySection)
     actions: ActionsSection = field(default_factory=ActionsSection)
     succession: SuccessionSection = field(default_factory=SuccessionSection)
+    api: ApiSection = field(default_factory=ApiSection)
     source: Path | None = field(default=None, metadata={"internal": True})
 
     @property

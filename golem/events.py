@@ -190,6 +190,28 @@ class GrimoireForget(Event):
 
 
 @dataclass(frozen=True)
+class EpisodesStored(Event):
+    """A batch of episodes went to memory (``offered``: the batch size; an id already
+    stored is left as it is). Not persisted: the metrics count it."""
+
+    kind: ClassVar[str] = "grimoire:episodes"
+    persist: ClassVar[bool] = False
+    namespace: str
+    offered: int
+
+
+@dataclass(frozen=True)
+class RecallCompleted(Event):
+    """One recall ran (wall seconds, whether memory refused). Not persisted."""
+
+    kind: ClassVar[str] = "grimoire:recall"
+    persist: ClassVar[bool] = False
+    duration_s: float
+    refused: bool
+    hits: int
+
+
+@dataclass(frozen=True)
 class ChainReorg(Event):
     """Captured blocks were orphaned: their episodes were deleted and the range re-captured."""
 

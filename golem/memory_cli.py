@@ -14,9 +14,6 @@ import json
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import fields, is_dataclass
-from enum import Enum
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import anyio
@@ -25,7 +22,7 @@ from golem.config import Config
 from golem.errors import EXIT_OK, GolemError
 from golem.grimoire.errors import StoreCorrupt
 from golem.grimoire.records import DecayClass, InsightCategory, MemoryType
-from golem.grimoire.validation import clean_text, enum_value, unit
+from golem.grimoire.requests import AddRequest, SearchRequest, to_jsonable
 from golem.logging import configure_logging
 from golem.runtime.lock import DataDirLock
 from golem.runtime.state import cli_golem_now
@@ -120,7 +117,7 @@ def run_memory_command(args: argparse.Namespace, config: Config, out: TextIO) ->
         raise StoreCorrupt(f"no memory at {config.data_dir} (the golem has never run and "
                            "nothing was added); add one with: golem memory add TEXT")
     if command == "add":
-        _check_add(args, config)
+        _add_request(args).check(config.grimoire.max_text_chars)
     if command == "reembed":
         return _reembed(config, out)
     if command == "rebuild-episodes":
@@ -144,7 +141,7 @@ async def _with_grimoire(config: Config, body: Callable[[Grimoire], Awaitable[in
 
 
 async def _search(g: Grimoire, args: argparse.Namespace, out: TextIO) -> int:
-    result = await g.recall(args.query, k=args.k)
+    result = await SearchRequest(args.query, k=args.k).run(g)
     if args.json:
         out.write(json.dumps(to_jsonable(result), indent=2) + "\n")
         return EXIT_OK
@@ -163,20 +160,16 @@ async def _search(g: Grimoire, args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _check_add(args: argparse.Namespace, config: Config) -> None:
-    """Refuse bad input (InvalidMemory, exit 65) before any store is opened or created."""
-    clean_text(args.text, config.grimoire.max_text_chars)
-    enum_value(MemoryType, args.type, "type")
-    enum_value(DecayClass, args.decay_class, "decay_class")
-    if args.category is not None:
-        enum_value(InsightCategory, args.category, "category")
-    unit(args.importance, "importance")
+def _add_request(args: argparse.Namespace) -> AddRequest:
+    """The request the HTTP API builds too; checked (InvalidMemory, exit 65) before any
+    store is opened or created."""
+    return AddRequest(args.text, type=args.type, importance=args.importance,
+                      category=args.category, decay_class=args.decay_class,
+                      anchored=args.anchored)
 
 
 async def _add(g: Grimoire, args: argparse.Namespace, out: TextIO) -> int:
-    entry = await g.remember(args.text, type=args.type, importance=args.importance,
-                             category=args.category, decay_class=args.decay_class,
-                             anchored=args.anchored)
+    entry = await _add_request(args).run(g)
     if args.json:
         out.write(json.dumps(to_jsonable(entry), indent=2) + "\n")
     else:
@@ -243,24 +236,6 @@ def _reembed(config: Config, out: TextIO, err: TextIO = sys.stderr) -> int:
 def _excerpt(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def to_jsonable(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: to_jsonable(getattr(value, f.name)) for f in fields(value)}
-        uri = getattr(value, "uri", None)  # recall hits carry their citation source
-        if isinstance(uri, str):
-            out["uri"] = uri
-        return out
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 __all__ = ["add_memory_parser", "run_memory_command"]

@@ -25,9 +25,14 @@ from golem.runtime.duration import format_duration
 from golem.runtime.lock import lock_holder
 from golem.runtime.loop import iso
 from golem.runtime.state import StateStore
-from golem.wiring import PLANNED
 
 NOT_BUILT = "not built yet"
+# What each loop does (shown beside a loop with no handler registered).
+PLANNED: dict[str, str] = {
+    "gamma": "chain capture and triage",
+    "theta": "context governor and cognition",
+    "delta": "consolidation, store maintenance and the vitality check ([mortality])",
+}
 
 
 def collect_status(config: Config) -> dict[str, Any]:
@@ -56,7 +61,7 @@ def collect_status(config: Config) -> dict[str, Any]:
         "disk": _disk(data_dir, config.runtime.min_free_mb),
     }
     if config.mortality.enabled and data_dir.exists():
-        report["vitality"] = vitality_status(data_dir)
+        report["vitality"] = vitality_status(data_dir, config.mortality)
         latest = (report["vitality"] or {}).get("latest")
         report["phase"] = latest["phase"] if latest else None
     store = StateStore.open_readonly(data_dir) if data_dir.exists() else None
@@ -265,7 +270,8 @@ def _vitality_lines(report: dict[str, Any]) -> list[str]:
         + f" x stochastic {last['stochastic']:.3f}",
         f"  mortality  born {iso(vit['birth'])}, age {format_duration(vit['age_s'])}; "
         f"weakest: {last['cause']}; "
-        + ("not declining" if ttl is None else "terminal now" if ttl <= 0 else
+        + (vit["projection"]["text"] if vit.get("projection") else
+           "not declining" if ttl is None else "terminal now" if ttl <= 0 else
            f"terminal in ~{format_duration(ttl)} at the recent trend")]
     if vit["terminal"]:
         lines.append(f"  terminal   since Delta tick {vit['terminal']['tick']}: "

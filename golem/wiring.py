@@ -30,14 +30,6 @@ if TYPE_CHECKING:
     from golem.mortality.vitality_store import Reading
     from golem.runtime.jobs import Job
 
-# What each loop will do once its part exists; shown by `golem status`.
-PLANNED: dict[str, str] = {
-    "gamma": "chain capture and triage",
-    "theta": "context governor and cognition",
-    "delta": "consolidation, store maintenance and the vitality check ([mortality])",
-}
-
-
 def build_registry(config: Config) -> HandlerRegistry:
     """An empty registry; components fill it in ``setup``."""
     del config
@@ -105,6 +97,10 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
         ctx.registry.register("delta", WhileAlive(replay, keeper))
     # An unfinished death found at start-up resumes now, before any loop ticks.
     await keeper.resume_if_unfinished()
+    if ctx.config.api.enabled:  # the operator's HTTP surface ([api]; off by default)
+        from golem.api.server import open_api  # noqa: PLC0415
+
+        await open_api(ctx, stack, grimoire, model=model, executor=executor)
 
 
 def _schedule_jobs(ctx: SetupContext, stack: AsyncExitStack, jobs: Sequence[Job],

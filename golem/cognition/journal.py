@@ -226,6 +226,19 @@ class JournalReader:
                           "ORDER BY o.tick LIMIT ?", (tick, limit))
         return [(int(t), float(q), record) for t, q, record in rows]
 
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        """The newest ``limit`` decisions, newest first: tick, golem time, provider, status,
+        summary, the record as stored, and the Loop 1 outcome (quality None until
+        scored; no outcome row: None)."""
+        rows = self._rows("SELECT d.tick, d.golem_time, d.provider, d.status, d.summary, "
+                          "d.record, o.regime, o.quality, o.cost_usd FROM decisions d LEFT "
+                          "JOIN outcomes o ON o.tick = d.tick ORDER BY d.tick DESC LIMIT ?",
+                          (limit,))
+        return [{"tick": r[0], "golem_time": r[1], "provider": r[2], "status": r[3],
+                 "summary": r[4], "record": json.loads(r[5]),
+                 "outcome": None if r[6] is None else
+                 {"regime": r[6], "quality": r[7], "cost_usd": r[8]}} for r in rows]
+
     def _rows(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return read_only_rows(self.path, "the decision journal", sql, args) or []
 

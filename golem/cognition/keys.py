@@ -7,11 +7,11 @@ or others is refused (the operator is told to chmod 600), as is an empty one.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from golem.config import Config
 from golem.errors import ConfigError
+from golem.secret_file import read_secret_file
 
 CREDENTIAL = "anthropic_api_key"
 
@@ -37,16 +37,4 @@ def load_api_key(config: Config) -> str:
         raise ConfigError('cognition.api_key_file: required when cognition.provider = '
                           '"anthropic" (a file with mode 0600, or the systemd credential '
                           f'"{CREDENTIAL}")')
-    try:
-        info = path.stat()
-        if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise ConfigError(f"cognition.api_key_file: {path} is readable by others "
-                              f"(mode {stat.S_IMODE(info.st_mode):o}); run chmod 600 {path}")
-        key = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        raise ConfigError(f"cognition.api_key_file: {path}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"cognition.api_key_file: {path}: {exc.strerror}") from None
-    if not key:
-        raise ConfigError(f"cognition.api_key_file: {path} is empty")
-    return key
+    return read_secret_file(path, "cognition.api_key_file")

@@ -247,6 +247,18 @@ class SpendLedger:
         return SpendTotals(day, today / 1e6, lifetime / 1e6, int(open_count),
                            self.daily_cap_usd, self.lifetime_cap_usd, int(settled))
 
+    def token_totals(self) -> dict[str, int]:
+        """Tokens of the settled calls by kind: input, output, cache_read, cache_write."""
+        kinds = {"input": "input_tokens", "output": "output_tokens",
+                 "cache_read": "cache_read_input_tokens",
+                 "cache_write": "cache_creation_input_tokens"}
+        sums = ", ".join(f"COALESCE(SUM(json_extract(usage, '$.{f}')), 0)"
+                         for f in kinds.values())
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {sums} FROM llm_spend WHERE state='settled'").fetchone()  # noqa: S608
+        return {kind: int(n) for kind, n in zip(kinds, row, strict=True)}
+
     def _spent(self, day: str) -> tuple[int, int]:
         today, lifetime = self._db.execute(
             f"SELECT COALESCE(SUM(CASE WHEN day=? THEN {_COUNTED} ELSE 0 END), 0),"  # noqa: S608

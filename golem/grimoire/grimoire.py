@@ -20,6 +20,7 @@ read-modify-writes) are mixed in from knowledge.py.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -31,7 +32,14 @@ import anyio.to_thread
 import structlog
 
 from golem.config import Config, GrimoireSection
-from golem.events import Event, EventBus, GrimoireForget, GrimoireWrite
+from golem.events import (
+    EpisodesStored,
+    Event,
+    EventBus,
+    GrimoireForget,
+    GrimoireWrite,
+    RecallCompleted,
+)
 from golem.grimoire import recall as rc
 from golem.grimoire.agent_memory import render_recall
 from golem.grimoire.decay import DecayReport, plan_and_apply_decay
@@ -223,7 +231,9 @@ class Grimoire(KnowledgeMaintenance):
             self._clean_text(episode.text)
         if vectors is None:
             vectors = await self.embedder.aembed([e.text for e in episodes])
-        return await self._store(self._episodes.upsert, list(episodes), vectors)
+        offered: int = await self._store(self._episodes.upsert, list(episodes), vectors)
+        self._emit(EpisodesStored(self.namespace, offered))
+        return offered
 
     async def write_entries(self, entries: Sequence[SemanticEntry], *,
                             checked: bool) -> list[SemanticEntry]:
@@ -311,6 +321,14 @@ class Grimoire(KnowledgeMaintenance):
         """The one recall path. Returns Recall, or Refusal when memory has nothing close."""
         if not 1 <= k <= 1000:
             raise InvalidMemory(f"k: must be between 1 and 1000, got {k}")
+        started = time.monotonic()
+        result = await self._recall(query, k, namespace, filters, pad)
+        self._emit(RecallCompleted(time.monotonic() - started, result.refused,
+                                   0 if result.refused else len(result.hits)))
+        return result
+
+    async def _recall(self, query: str, k: int, namespace: str | Sequence[str] | None,
+                      filters: rc.RecallFilters | None, pad: Pad | None) -> rc.RecallResult:
         clean = self._clean_text(query)
         namespaces = self._read_namespaces(namespace)
         if not content_words(clean):
@@ -358,6 +376,14 @@ class Grimoire(KnowledgeMaintenance):
             }
 
         return await self._store(collect)
+
+    async def entry_counts(self) -> dict[tuple[str, str], int]:
+        """This golem's semantic entries per (status, entry type), in one store read."""
+        return await self._store(self._semantic.counts_by_status_type, self.namespace)
+
+    async def episode_count(self) -> int:
+        """This golem's stored episodes."""
+        return await self._store(self._episodes.count, [self.namespace])
 
     async def link(self, cause_id: str, effect_id: str, *, lag_s: float,
                    confidence: float) -> None:

@@ -236,6 +236,12 @@ class SemanticStore:
             anchored=group("anchored").get("1", 0),
             edges=semantic_graph.edge_count(self._db, namespace))
 
+    def counts_by_status_type(self, namespace: str) -> dict[tuple[str, str], int]:
+        """Entries per (status, entry type) in ``namespace``."""
+        rows = self._db.query("SELECT status, entry_type, COUNT(*) FROM entries "
+                              "WHERE namespace = ? GROUP BY 1, 2", (namespace,))
+        return {(str(s), str(t)): int(n) for s, t, n in rows}
+
     # ---- search --------------------------------------------------------------------
 
     def search_vector(

@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from golem.config import MortalitySection
 from golem.errors import StateError
 from golem.governor.categories import Phase
+from golem.mortality.projection import Projection, project_terminal
 from golem.mortality.vitality import time_to_terminal
+from golem.runtime.duration import format_duration
 from golem.runtime.state import connect_durable, durable_write, read_only_rows
 
 STORE_DIR = "mortality"
@@ -189,9 +192,12 @@ class VitalityStore:
             raise StateError(f"{self.path}: read failed: {exc}") from None
 
 
-def vitality_status(data_dir: Path) -> dict[str, Any] | None:
+def vitality_status(data_dir: Path, mortality: MortalitySection | None = None,
+                    ) -> dict[str, Any] | None:
     """For `golem status`, read-only: the newest sample, the projected time to live, birth,
-    transitions and shocks; None before the first sample (or the first start)."""
+    transitions and shocks; None before the first sample (or the first start). With
+    ``mortality`` (the configured clocks) also ``projection``: the time to Terminal on the
+    components' own clocks with its early bound (golem.mortality.projection)."""
     path = data_dir / STORE_DIR / STORE_DB
     try:
         rows = read_only_rows(path, "the vitality store", f"SELECT {_SAMPLE_COLS} FROM samples "  # noqa: S608
@@ -221,4 +227,37 @@ def vitality_status(data_dir: Path) -> dict[str, Any] | None:
                    "shock_factor": round(last.shock_factor, 4)},
         "ttl_s": time_to_terminal([(s.t, s.composite) for s in samples]),
         "terminal": {"tick": int(terminal[0]), "cause": terminal[1]} if terminal else None,
-        "transitions": int(transitions), "shocks": int(shocks), "samples": int(total)}
+        "transitions": int(transitions), "shocks": int(shocks), "samples": int(total),
+        "projection": None if mortality is None else _projection(
+            samples, last.t - meta["birth"][0], mortality)}
+
+
+def _projection(samples: list[Sample], age_s: float,
+                mortality: MortalitySection) -> dict[str, Any]:
+    last = samples[-1]
+    p = project_terminal(
+        age_s=age_s, lifespan_s=mortality.lifespan_days * 86_400.0, economic=last.economic,
+        epistemic=last.epistemic, shock_factor=last.shock_factor,
+        hazard_per_day=mortality.hazard_per_day, hazard_shock=mortality.hazard_shock,
+        economic_history=[(s.t, s.economic) for s in samples])
+    return {"ttl_s": p.ttl_s, "earliest_s": p.earliest_s, "clock": p.clock,
+            "expected_shocks": round(p.expected_shocks, 3), "shocks_p90": p.shocks_p90,
+            "economic_slope_per_day": p.economic_slope_per_day,
+            "lifespan_left_s": p.lifespan_left_s, "text": describe_projection(p, last)}
+
+
+def describe_projection(p: Projection, last: Sample) -> str:
+    """One line for `golem status` and the dashboard."""
+    if p.clock == "terminal":
+        return "terminal now"
+    assert p.ttl_s is not None and p.earliest_s is not None
+    why = ("by the Hayflick clock (exact; economic and epistemic held where they are)"
+           if p.clock == "hayflick" else
+           f"by the economic clock at its recent trend ({p.economic_slope_per_day:+.4f}/day) "
+           "with the Hayflick clock")
+    shocks = (f"; as soon as ~{format_duration(p.earliest_s)} if {p.shocks_p90} hazard "
+              f"shock{'s' if p.shocks_p90 != 1 else ''} land (90th percentile; "
+              f"{p.expected_shocks:.2f} expected)" if p.shocks_p90 else
+              f"; no hazard shock expected (mean {p.expected_shocks:.2f})")
+    unproven = "; the epistemic clock is unproven" if last.unproven else ""
+    return f"terminal in ~{format_duration(p.ttl_s)} {why}{shocks}{unproven}"

@@ -39,7 +39,7 @@ from golem.events import (
 from golem.runtime.clock import Clock, VirtualClock, WallClock
 from golem.runtime.handlers import HandlerRegistry
 from golem.runtime.lock import DataDirLock
-from golem.runtime.loop import TickLoop, TickReport, iso
+from golem.runtime.loop import LoopHealth, TickLoop, TickReport, iso
 from golem.runtime.notify import SystemdNotifier
 from golem.runtime.state import ErrorRecord, LoopCounters, StateStore
 
@@ -66,6 +66,8 @@ class SetupContext:
     registry: HandlerRegistry
     # The graceful stop (as on SIGTERM): the death protocol calls it once the golem is dead.
     stop: Callable[[str], None] | None = None
+    # Each loop's health, for the operator API: empty until the loops run (after set-up).
+    loops: Callable[[], list[LoopHealth]] = lambda: []
 
 
 Setup = Callable[[SetupContext, AsyncExitStack], Awaitable[None]]
@@ -176,7 +178,7 @@ class Daemon:
                 # Components (the Grimoire, ...) open before READY=1 and register their
                 # tick handlers; they close after the loops have stopped.
                 await self.setup(SetupContext(cfg, self.clock, self._bus, self.registry,
-                                              self.request_stop), components)
+                                              self.request_stop, self.loop_health), components)
             return await self._run_loops(store, counters, meta)
         finally:
             # Shielded: a stop during start-up cancels the set-up, and what it opened
@@ -239,6 +241,11 @@ class Daemon:
             raise
         await self._shutdown()
         return self.exit_code
+
+    def loop_health(self) -> list[LoopHealth]:
+        """Each loop's health snapshot; empty before the loops are built or once stopping
+        has begun is not special-cased (a stopped loop reports state "stopped")."""
+        return [loop.health() for loop in self.loops]
 
     def request_stop(self, reason: str) -> None:
         """First call: graceful stop. Second call: cancel ticks in flight. Called during

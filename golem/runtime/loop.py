@@ -48,6 +48,24 @@ class TickReport:
     error: ErrorRecord | None
 
 
+@dataclass(frozen=True)
+class LoopHealth:
+    """One loop as the health check sees it: golem times (``last_tick_at``, ``started_at``;
+    None before the first tick / before the loop ran) and whether a tick in flight is
+    stuck past its deadline (``stuck``)."""
+
+    name: str
+    interval_s: float
+    deadline_s: float
+    state: str
+    ticks: int
+    last_tick_at: float | None
+    last_outcome: str | None
+    last_duration_ms: float | None
+    started_at: float | None
+    stuck: bool
+
+
 class TickLoop:
     def __init__(
         self,
@@ -78,6 +96,7 @@ class TickLoop:
         self._tick_scope: anyio.CancelScope | None = None
         self._tick_started_wall = 0.0
         self._counters_out: dict[str, Any] = {}
+        self._started_at: float | None = None
 
     @property
     def stopping(self) -> bool:
@@ -107,10 +126,18 @@ class TickLoop:
     def tick_age(self) -> float:
         return time.monotonic() - self._tick_started_wall
 
+    def health(self) -> LoopHealth:
+        """A snapshot for /healthz and the dashboard (read on the event loop; no I/O)."""
+        c = self.counters
+        return LoopHealth(self.name, self.section.interval_s, self.section.deadline_s,
+                          self.state.value, c.ticks, c.last_tick_at, c.last_outcome,
+                          c.last_duration_ms, self._started_at, not self.healthy())
+
     async def run(self, stop_at: float | None) -> None:
         interval = self.section.interval_s
         with self._clock.participant(self.rank):
             now = self._clock.now()
+            self._started_at = now
             # Resume the persisted schedule, but never wait longer than one interval for it
             # (the interval may have shrunk, or the wall clock stepped back, since it was saved).
             anchor = max(now, min(self.counters.next_due or now, now + interval))
