@@ -7,6 +7,13 @@
 # /opt/golem/models/all-minilm-l6-v2-int8 and HF_HUB_OFFLINE=1 is set.
 # Keys never go in the image or the TOML: mount them as files (a later change
 # reads them from a 0600 file or $CREDENTIALS_DIRECTORY).
+#
+# The operator API ([api] in the config) is off by default and the image exposes no
+# port. To use it, mount a config with [api] enabled = true, host = "0.0.0.0" (inside
+# the container; loopback would be unreachable) and a 0600 token file, and publish the
+# port on the host's loopback only:
+#   docker run --rm -v golem-data:/var/lib/golem -v /etc/golem:/etc/golem:ro \
+#       -p 127.0.0.1:8421:8421 golem
 
 # ---- build: venv, project, model, default config ---------------------------
 FROM python:3.11-slim-bookworm AS build

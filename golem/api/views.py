@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from functools import partial
 
 import anyio.to_thread
@@ -38,7 +39,8 @@ def read_routes(sources: Sources, metrics: GolemMetrics, history: HistorySampler
 
     async def status(request: Request) -> Response:
         report = await anyio.to_thread.run_sync(partial(collect_status, sources.config))
-        return JSONResponse(report)
+        # as `golem status --json` prints it (values JSON has no type for become strings)
+        return Response(json.dumps(report, default=str), media_type="application/json")
 
     async def decisions(request: Request) -> Response:
         limit = _limit(request, 20, MAX_DECISIONS)

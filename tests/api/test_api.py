@@ -111,7 +111,8 @@ def test_bad_input_is_a_4xx_naming_the_field(client: httpx.Client, method: str, 
 
 
 def test_malformed_and_oversized_requests(client: httpx.Client) -> None:
-    r = client.post("/v1/memory", content=b"{not json", headers={"content-type": "application/json"})
+    r = client.post("/v1/memory", content=b"{not json",
+                    headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["field"] is None
     assert client.post("/v1/memory", json=["text"]).status_code == 400
     big = client.post("/v1/memory", json={"text": "x" * 5000})
