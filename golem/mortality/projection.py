@@ -4,12 +4,14 @@ The stochastic component's Hayflick clock is known exactly: ``(1 - age/lifespan)
 linearly to 0 at the lifespan. Holding the other factors where they are (economic at its
 recent least-squares trend when that is falling, epistemic and the shock factor as they
 are), the composite ``E x K x S`` crosses the Terminal bound at one computable time: the
-central estimate. Hazard shocks are the known unknown: over that span a Poisson number of
-them is expected; the early bound applies the 90th-percentile count at once (each takes
-``hazard_shock`` off S), so "terminal between ``earliest_s`` and ``ttl_s``" holds unless
-more shocks land than that or the economic or epistemic clock turns down faster than it
-has been. The old projection, a straight line through the recent composites, read a
-month-long life as half a day after one simulated hour.
+central estimate. Economic vitality moves with the market both ways, so its trend counts
+only when it falls by more than twice the slope's standard error (market noise over a
+short window is not a clock). Hazard shocks are the known unknown: over that span a
+Poisson number of them is expected; the early bound applies the 90th-percentile count at
+once (each takes ``hazard_shock`` off S), so "terminal between ``earliest_s`` and
+``ttl_s``" holds unless more shocks land than that or the economic or epistemic clock
+turns down faster than it has been. The old projection, a straight line through the
+recent composites, read a month-long life as half a day after one simulated hour.
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ class Projection:
     lifespan_left_s: float
 
 
-def least_squares_slope(points: Sequence[tuple[float, float]]) -> float | None:
-    """The fitted slope (per second) of (t, value) points; None below 3 points or no span."""
+def least_squares_slope(points: Sequence[tuple[float, float]],
+                        ) -> tuple[float, float] | None:
+    """(slope per second, its standard error) of (t, value) points; None below 3 points
+    or with no time span."""
     if len(points) < 3:
         return None
     n = len(points)
@@ -47,7 +51,9 @@ def least_squares_slope(points: Sequence[tuple[float, float]]) -> float | None:
     if var <= 0.0:
         return None
     slope = sum((t - mt) * (v - mv) for t, v in points) / var
-    return slope if math.isfinite(slope) else None
+    residual = sum((v - mv - slope * (t - mt)) ** 2 for t, v in points)
+    se = math.sqrt(residual / (n - 2) / var)
+    return (slope, se) if math.isfinite(slope) and math.isfinite(se) else None
 
 
 def poisson_quantile(mean: float, q: float = P90) -> int:
@@ -69,8 +75,9 @@ def project_terminal(*, age_s: float, lifespan_s: float, economic: float, episte
                      terminal_below: float = TERMINAL_BELOW) -> Projection:
     """The projection from the newest sample's components (see the module docstring)."""
     left = max(0.0, lifespan_s - age_s)
-    slope = least_squares_slope(economic_history)
-    falling = slope is not None and slope < 0.0
+    fit = least_squares_slope(economic_history)
+    slope = fit[0] if fit else None
+    falling = fit is not None and fit[0] + 2.0 * fit[1] < 0.0
     hayflick_now = 1.0 - age_s / lifespan_s if lifespan_s > 0 else 0.0
 
     def composite(t: float, shocks: int) -> float:

@@ -43,3 +43,13 @@ def test_poisson_quantile() -> None:
     assert poisson_quantile(0.0) == 0
     assert poisson_quantile(0.05) == 0  # P(0) = 0.95
     assert poisson_quantile(2.0) == 4  # P(N <= 3) = 0.857, P(N <= 4) = 0.947
+
+
+def test_market_noise_in_the_economic_component_is_not_a_clock() -> None:
+    # marked to market: up and down around a slight fall, as in a simulated hour
+    noisy = [(0, 1.0), (600, 1.0), (1200, 0.97), (1800, 1.0), (2400, 0.99), (3000, 0.985)]
+    p = project_terminal(age_s=3000, lifespan_s=30 * DAY, economic=0.985, epistemic=1.0,
+                         shock_factor=1.0, hazard_per_day=0.0, hazard_shock=0.1,
+                         economic_history=noisy)
+    assert p.clock == "hayflick"
+    assert p.ttl_s == pytest.approx(30 * DAY * (1 - 0.1 / 0.985) - 3000, abs=2.0)
