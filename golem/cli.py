@@ -78,6 +78,10 @@ def run_cli(argv: list[str] | None = None,  # noqa: PLR0911 - one return per com
             from golem.integrity.commands import run_integrity_command  # noqa: PLC0415
 
             return run_integrity_command(args, load_config(args.config), sys.stdout)
+        if args.command == "report":
+            from golem.api.report import run_report_command  # noqa: PLC0415
+
+            return run_report_command(args, load_config(args.config), sys.stdout)
         if args.command == "memory":
             from golem.memory_cli import run_memory_command  # noqa: PLC0415 - loads numpy etc.
 
@@ -275,6 +279,9 @@ def _parser() -> argparse.ArgumentParser:
     from golem.memory_cli import add_memory_parser  # noqa: PLC0415
 
     add_memory_parser(sub, config_arg)
+    from golem.api.report import add_report_parser  # noqa: PLC0415
+
+    add_report_parser(sub, config_arg)
     from golem.mortality.cli_testament import add_testament_parsers  # noqa: PLC0415
 
     add_testament_parsers(sub, config_arg)

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from golem.api.decisions import decision_view
 from golem.api.errors import error_response
 from golem.api.health import health, loop_report, readiness
 from golem.api.history import MAX_POINTS, HistorySampler
@@ -47,7 +48,7 @@ def read_routes(sources: Sources, metrics: GolemMetrics, history: HistorySampler
         if isinstance(limit, Response):
             return limit
         rows = await anyio.to_thread.run_sync(journal.recent, limit)
-        return JSONResponse({"decisions": [_decision(r) for r in rows]})
+        return JSONResponse({"decisions": [decision_view(r) for r in rows]})
 
     async def series(request: Request) -> Response:
         limit = _limit(request, 500, MAX_POINTS)
@@ -70,20 +71,6 @@ def _limit(request: Request, default: int, top: int) -> int | Response:
     if not raw.isdigit() or not 1 <= int(raw) <= top:
         return error_response(422, f"limit: an integer from 1 to {top}, got {raw!r}", "limit")
     return int(raw)
-
-
-def _decision(row: dict[str, object]) -> dict[str, object]:
-    """A decision as the dashboard shows it: what was decided and why (the workspace's
-    reasons, the frame, the cage's verdicts) and how it turned out."""
-    record = row["record"] if isinstance(row["record"], dict) else {}
-    workspace = record.get("workspace") or {}
-    return {"tick": row["tick"], "golem_time": iso(float(str(row["golem_time"]))),
-            "provider": row["provider"], "status": row["status"], "summary": row["summary"],
-            "regime": record.get("regime"), "phase": record.get("phase"),
-            "frame": record.get("frame"), "tier": record.get("tier"),
-            "reasons": workspace.get("reasons"), "decision": record.get("decision"),
-            "cage": record.get("cage"), "executions": record.get("executions"),
-            "outcome": row["outcome"]}
 
 
 def _projection(sources: Sources) -> dict[str, object] | None:

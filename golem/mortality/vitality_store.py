@@ -232,6 +232,15 @@ def vitality_status(data_dir: Path, mortality: MortalitySection | None = None,
             samples, last.t - meta["birth"][0], mortality)}
 
 
+def vitality_samples(data_dir: Path, limit: int = 10_000) -> list[Sample]:
+    """The newest ``limit`` samples, oldest first, read-only (for `golem report`); empty
+    before the first sample."""
+    rows = read_only_rows(data_dir / STORE_DIR / STORE_DB, "the vitality store",
+                          f"SELECT {_SAMPLE_COLS} FROM samples ORDER BY tick DESC "  # noqa: S608
+                          "LIMIT ?", (limit,)) or []
+    return [Sample.from_row(r) for r in reversed(rows)]
+
+
 def _projection(samples: list[Sample], age_s: float,
                 mortality: MortalitySection) -> dict[str, Any]:
     last = samples[-1]

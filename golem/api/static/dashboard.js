@@ -1,5 +1,6 @@
 // The golem dashboard: fills the server-rendered frame from the JSON routes and refreshes
-// every REFRESH_MS. Signed-in requests carry the HttpOnly session cookie; the one POST
+// every REFRESH_MS. In a `golem report` file the same page carries its data in the
+// <script id="golem-data"> element instead: drawn once, no requests, no recall explorer. Signed-in requests carry the HttpOnly session cookie; the one POST
 // (recall) adds the X-Golem-Dashboard header the server requires with a cookie. Text from
 // the golem (decision summaries, memory texts, on-chain strings) goes in as text nodes.
 "use strict";
@@ -193,7 +194,30 @@
     });
   }
 
-  setupRecall();
-  refresh();
-  setInterval(refresh, REFRESH_MS);
+  function drawEmbedded(data) {
+    drawSummary(data.series);
+    drawCharts(data.series.points);
+    drawLoops(data.loops);
+    drawDecisions(data.decisions);
+    $("refreshed").textContent = "report written from the data dir";
+    $("recall-form").closest("section").remove();
+    document.querySelector(".signout").remove();
+  }
+
+  function start() {
+    const embedded = document.getElementById("golem-data");
+    if (embedded) {
+      drawEmbedded(JSON.parse(embedded.textContent));
+      return;
+    }
+    setupRecall();
+    refresh();
+    setInterval(refresh, REFRESH_MS);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
 })();
