@@ -221,3 +221,27 @@ def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 78, done.stderr
     assert "api.token_file" in done.stderr and "chmod 600" in done.stderr
     assert g.token not in done.stderr + done.stdout
+
+
+def test_dashboard_session_cookie(golem: ApiGolem) -> None:
+    with httpx.Client(base_url=golem.base_url, timeout=30) as browser:
+        wrong = browser.post("/signin", data={"token": "x" * 48})
+        assert wrong.status_code == 401 and "not this golem" in wrong.text
+        assert "golem_session" not in browser.cookies
+        signed = browser.post("/signin", data={"token": golem.token})
+        assert signed.status_code == 303
+        cookie = signed.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie
+        assert golem.token not in cookie  # a session id, never the token
+        assert browser.get("/v1/status").status_code == 200
+        assert browser.get("/").status_code == 200
+        # a POST with the cookie alone is refused (another site could send that one)...
+        assert browser.post("/v1/memory/search", json={"query": "gas"}).status_code == 401
+        # ...the dashboard's own header makes it the dashboard's request
+        ok = browser.post("/v1/memory/search", json={"query": "gas"},
+                          headers={"X-Golem-Dashboard": "1"})
+        assert ok.status_code == 200
+        sid = browser.cookies["golem_session"]
+        assert browser.post("/signout").status_code == 303
+        assert browser.get("/v1/status", headers={"cookie": f"golem_session={sid}"}) \
+            .status_code == 401

@@ -73,6 +73,9 @@ def test_dashboard_draws_an_hour_of_charts(tmp_path: Path, chromium: Path) -> No
         assert page.locator("#pwned").count() == 0 and page.title() != "1"
         shot = tmp_path / "dashboard.png"
         page.screenshot(path=str(shot), full_page=True)
+        page.click(".signout button")  # the session ends: back to the sign-in form
+        page.wait_for_selector("#token")
+        assert page.context.cookies() == []
         browser.close()
         assert errors == []
     assert shot.stat().st_size > 10_000
