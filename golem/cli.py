@@ -161,6 +161,9 @@ def describe_config(config: Config) -> str:
     lines = [f"  name      {config.golem.name}",
              f"  data dir  {config.data_dir}",
              f"  clock     {clock}"]
+    api = config.api
+    lines.append("  api       " + (f"on, http://{api.host}:{api.port}/ (every route but /healthz "
+                                   "needs the token)" if api.enabled else "off"))
     for name in LOOP_NAMES:
         loop = config.loop(name)
         lines.append(f"  {name:<9} every {format_duration(loop.interval_s)}, deadline "

@@ -20,7 +20,7 @@ def test_report_of_a_stopped_golem_is_one_offline_file(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     page = out.read_text()
     # self-contained: no fetch, no asset from a server or a CDN
-    assert not re.search(r'(src|href)="(?!#)', page)
+    assert not re.search(r'(src|href)="(?!#|data:)', page)
     assert "/static/" not in page and "http" not in page.split("golem-data")[0]
     data = json.loads(re.search(r'<script type="application/json" id="golem-data">(.*?)'
                                 r"</script>", page, re.S).group(1))
