@@ -17,6 +17,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import golem
+
+# The checkout this package comes from: children import the same code.
+SOURCE_ROOT = Path(golem.__file__).resolve().parents[1]
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -70,10 +75,13 @@ class ApiGolem:
         env = {k: v for k, v in os.environ.items()
                if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")}
         env["HF_HUB_OFFLINE"] = "1"
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(SOURCE_ROOT), env.get("PYTHONPATH", "")) if p)
         return env
 
-    def start(self, *args: str, timeout: float = 120.0) -> None:
-        """Start ``golem run`` and wait until /healthz answers 200."""
+    def start(self, *args: str, timeout: float = 600.0) -> None:
+        """Start ``golem run`` and wait until /healthz answers 200 (a restart replays the
+        simulated market first: minutes after a simulated hour on a busy 2-core VM)."""
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "golem", "run", "--config", str(self.config_path),

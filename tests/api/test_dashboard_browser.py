@@ -31,6 +31,7 @@ def chromium() -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # an hour at full speed, then a restart that replays the market
 def test_dashboard_draws_an_hour_of_charts(tmp_path: Path, chromium: Path) -> None:
     from playwright.sync_api import sync_playwright  # noqa: PLC0415 - dev dependency
 
