@@ -2,8 +2,9 @@
 `golem run` runs it before the data dir or any file in it is created.
 
 Checked: the embedding model directory (present, its manifest readable, the model file's
-hash matching it), the API key file when the Anthropic tier is on and the wallet key
-file when one is set (present, ours, mode 0600: read and dropped at once), and the data
+hash matching it), the API key file when the Anthropic tier is on, the operator API's
+token when ``[api]`` is on, and the wallet key file when one is set (present, ours, mode
+0600: read and dropped at once), and the data
 dir (writable, on a filesystem that is not read-only, with ``runtime.min_free_mb`` free).
 Each problem is raised as the error the daemon would stop with: ConfigError (exit 78)
 for the configuration, CannotWrite (exit 73) for the disk.
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from golem.actions.wallet import CREDENTIAL as WALLET_CREDENTIAL
 from golem.actions.wallet import WalletError, read_key
+from golem.api.token import load_token
 from golem.cognition.keys import load_api_key
 from golem.config import Config
 from golem.errors import CannotWrite, ConfigError
@@ -32,6 +34,10 @@ def preflight(config: Config, environ: Mapping[str, str]) -> list[str]:
     if config.cognition.provider == "anthropic":
         load_api_key(config)
         lines.append("api key   present, mode 0600")
+    if config.api.enabled:
+        load_token(config, environ)
+        lines.append(f"api token present, mode 0600 (serving {config.api.host}:"
+                     f"{config.api.port})")
     wallet = _wallet_key(config, environ)
     if wallet is not None:
         try:

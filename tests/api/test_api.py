@@ -217,10 +217,14 @@ def test_status_is_what_golem_status_prints(client: httpx.Client, golem: ApiGole
 def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
     g = ApiGolem(tmp_path, MODEL, chain={"mode": "off"})
     g.token_path.chmod(0o644)
-    done = g.run("run", "--stop-after", "1m")
-    assert done.returncode == 78, done.stderr
-    assert "api.token_file" in done.stderr and "chmod 600" in done.stderr
-    assert g.token not in done.stderr + done.stdout
+    for command in (("check-config",), ("run", "--stop-after", "1m")):
+        done = g.run(*command)
+        assert done.returncode == 78, done.stderr
+        assert "api.token_file" in done.stderr and "chmod 600" in done.stderr
+        assert g.token not in done.stderr + done.stdout
+    assert not (tmp_path / "data").exists()  # refused before anything was written
+    g.token_path.chmod(0o600)
+    assert "api token present" in g.run("check-config").stdout
 
 
 def test_dashboard_session_cookie(golem: ApiGolem) -> None:
