@@ -18,7 +18,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from golem.api.bodies import BadRequest
-from golem.api.dashboard import dashboard_routes, signin_page
+from golem.api.dashboard import dashboard_routes
 from golem.api.errors import error_response, field_of
 from golem.api.guard import BodyTooLarge, Guard, Sessions
 from golem.api.history import HistorySampler
@@ -39,7 +39,7 @@ def build_app(sources: Sources, metrics: GolemMetrics, history: HistorySampler,
     sessions = Sessions()
     guard = Guard(_NotYet(), token=token, sessions=sessions,
                   max_body=sources.config.api.max_body_bytes,
-                  max_query=sources.config.api.max_query_bytes, signin_page=signin_page)
+                  max_query=sources.config.api.max_query_bytes)
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(document())

@@ -52,6 +52,9 @@ def dashboard_routes(sources: Sources, guard: Guard) -> list[Route]:
             text = text.replace("{{" + key + "}}", html.escape(str(value)))
         return HTMLResponse(text, headers=HEADERS)
 
+    async def signin_form(request: Request) -> Response:
+        return HTMLResponse(signin_page(), headers=HEADERS)
+
     async def signin(request: Request) -> Response:
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
         token = (form.get("token") or [""])[0].strip()
@@ -71,5 +74,6 @@ def dashboard_routes(sources: Sources, guard: Guard) -> list[Route]:
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
 
-    return [Route("/", page), Route("/signin", signin, methods=["POST"]),
+    return [Route("/", page), Route("/signin", signin_form, methods=["GET"]),
+            Route("/signin", signin, methods=["POST"]),
             Route("/signout", signout, methods=["POST"])]

@@ -14,7 +14,8 @@ cookie names) needs either
   preflight that this server never approves.
 
 Refusals are JSON 401s with ``WWW-Authenticate: Bearer``; a browser asking for the
-dashboard page gets the sign-in form instead. Nothing here logs a header.
+dashboard page is sent to the sign-in form (303 to ``/signin``). Nothing here logs a
+header.
 """
 
 from __future__ import annotations
@@ -69,13 +70,12 @@ class Guard:
     """ASGI middleware enforcing the limits and the token (see the module docstring)."""
 
     def __init__(self, app: ASGIApp, *, token: str, sessions: Sessions, max_body: int,
-                 max_query: int, signin_page: Callable[[], bytes]) -> None:
+                 max_query: int) -> None:
         self.app = app
         self._token = token.encode()
         self.sessions = sessions
         self.max_body = max_body
         self.max_query = max_query
-        self._signin_page = signin_page
 
     def token_matches(self, candidate: str) -> bool:
         return hmac.compare_digest(candidate.encode(), self._token)
@@ -96,7 +96,7 @@ class Guard:
             return
         if scope["path"] not in OPEN_PATHS and not self._authorized(scope, headers):
             if scope["path"] == "/" and scope["method"] in ("GET", "HEAD"):
-                await _send(send, 401, self._signin_page(), "text/html; charset=utf-8")
+                await _send(send, 303, b"", "text/plain", extra=[(b"location", b"/signin")])
                 return
             await _send(send, 401, error_body(
                 401, "missing or wrong bearer token (send Authorization: Bearer <token>)"),

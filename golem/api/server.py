@@ -3,7 +3,8 @@
 ``open_api`` (called by wiring at start-up, before READY=1) reads the token, binds the
 socket itself (so a taken port or a bad address is a config error, exit 78, naming
 ``api.host``/``api.port``, before any loop ticks), subscribes the metrics to the event bus,
-registers the history sampler on Delta, and starts uvicorn's ``Server.serve`` as a task.
+registers the history sampler on Delta, and starts uvicorn's ``Server.serve`` as a task
+of the daemon's event loop.
 uvicorn installs no signal handlers here (the daemon owns SIGTERM and SIGINT) and writes
 no access log; on shutdown the server stops accepting, finishes requests in flight for up
 to ``SHUTDOWN_S`` and is then cancelled, before the Grimoire closes.
@@ -11,6 +12,7 @@ to ``SHUTDOWN_S`` and is then cancelled, before the Grimoire closes.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -87,27 +89,31 @@ async def open_api(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimoire,
         lifespan="off", server_header=False, proxy_headers=False,
         timeout_graceful_shutdown=int(SHUTDOWN_S), limit_concurrency=256,
         h11_max_incomplete_event_size=16 * 1024))
-    tasks = await stack.enter_async_context(anyio.create_task_group())
-    done = anyio.Event()
-
-    async def serve() -> None:
-        try:
-            await server.serve(sockets=[sock])
-        finally:
-            done.set()
+    # A task of the daemon's event loop (asyncio underneath anyio here). Not a task group
+    # entered on ``stack``: the daemon closes the stack from a shielded scope of its own,
+    # and a task group must be exited where it was entered.
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]),
+                                                  name="golem-api")
+    task.add_done_callback(_report_crash)
 
     async def stop() -> None:
         server.should_exit = True
         with anyio.move_on_after(SHUTDOWN_S + 1.0):
-            await done.wait()
-        tasks.cancel_scope.cancel()
+            await asyncio.wait({task})
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
         log.info("api stopped")
 
     stack.push_async_callback(stop)
-    tasks.start_soon(serve)
     host, port = sock.getsockname()[:2]
     log.info("api listening", host=host, port=port, loopback=_loopback(cfg.host))
     return sources
+
+
+def _report_crash(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("api server stopped unexpectedly", error_type=type(task.exception()).__name__)
 
 
 def _loopback(host: str) -> bool:

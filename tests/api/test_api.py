@@ -52,12 +52,18 @@ def test_healthz_is_open_and_every_other_route_needs_the_token(golem: ApiGolem) 
             for headers in ({}, {"Authorization": "Bearer " + "x" * 48},
                             {"Authorization": golem.token}):  # no "Bearer ": refused too
                 r = anon.request(method, path, headers=headers, json={"query": "eth"})
-                assert r.status_code == 401, (method, path, headers)
                 assert golem.token not in r.text
-                if path != "/":
-                    assert r.json()["error"]["status"] == 401
-                    assert r.headers["www-authenticate"].startswith("Bearer")
-        assert "API token" in anon.get("/").text  # the browser gets the sign-in form
+                if path == "/":  # the page: to the sign-in form, nothing of the golem
+                    assert r.status_code == 303, headers
+                    continue
+                assert r.status_code == 401, (method, path, headers)
+                assert r.json()["error"]["status"] == 401
+                assert r.headers["www-authenticate"].startswith("Bearer")
+        to_form = anon.get("/")  # a browser is sent to the sign-in form
+        assert to_form.status_code == 303 and to_form.headers["location"] == "/signin"
+        form = anon.get("/signin")
+        assert form.status_code == 200 and "API token" in form.text
+        assert "script" not in form.text  # no golem data, no code: a form
 
 
 def test_every_route_answers_with_the_token(client: httpx.Client) -> None:

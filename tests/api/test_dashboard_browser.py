@@ -49,10 +49,12 @@ def test_dashboard_draws_an_hour_of_charts(tmp_path: Path, chromium: Path) -> No
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(g.base_url + "/")
+        assert page.url.endswith("/signin")  # sent to the sign-in form
         page.fill("#token", "not-the-token-at-all")
         page.click("#signin")
         assert "not this golem's API token" in page.content()
-        errors.clear()  # the 401 of the wrong token is logged by the browser; expected
+        assert len(errors) == 1 and "401" in errors[0]  # the browser logs the refusal
+        errors.clear()
         page.fill("#token", g.token)
         page.click("#signin")
         page.wait_for_selector("#chart-vitality .gc-point", timeout=30_000)
@@ -74,11 +76,12 @@ def test_dashboard_draws_an_hour_of_charts(tmp_path: Path, chromium: Path) -> No
         assert page.locator("#pwned").count() == 0 and page.title() != "1"
         shot = tmp_path / "dashboard.png"
         page.screenshot(path=str(shot), full_page=True)
+        assert errors == []
         page.click(".signout button")  # the session ends: back to the sign-in form
         page.wait_for_selector("#token")
         assert page.context.cookies() == []
-        browser.close()
         assert errors == []
+        browser.close()
     assert shot.stat().st_size > 10_000
     if os.environ.get("GOLEM_TEST_ARTIFACTS"):
         out = Path(os.environ["GOLEM_TEST_ARTIFACTS"])
