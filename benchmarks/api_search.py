@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -93,6 +94,7 @@ def main() -> None:
             with httpx.Client(base_url=g.base_url, headers=g.headers, timeout=60) as c:
                 before = c.get("/v1/status").json()
                 result = asyncio.run(storm(g, args.clients, args.seconds))
+                load = os.getloadavg()[0]
                 after = c.get("/v1/status").json()
                 stats = c.get("/metrics").text
             code = g.stop()
@@ -104,6 +106,7 @@ def main() -> None:
     print(json.dumps({
         "benchmark": "api_search", "clients": args.clients, "seconds": args.seconds,
         "clock_speed": args.speed, "first_hour_wall_s": round(aged_s, 1),
+        "loadavg_1m_after": round(load, 2), "cpus": os.cpu_count(),
         "store": {"episodes_written_this_run": episodes,
                   "entries": (before.get("delta") or {}).get("entries")},
         **result,
