@@ -358,6 +358,9 @@ class ApiSection:
     # Request limits: a larger body or query string is refused (413 / 414) unread.
     max_body_bytes: int = field(default=65_536, metadata=_check(ge=1024, le=16 << 20))
     max_query_bytes: int = field(default=2_048, metadata=_check(ge=64, le=65_536))
+    # Memory API calls let through to the Grimoire at once (the rest wait in the API), so
+    # the golem's own store calls never queue behind a burst of the operator's.
+    memory_concurrency: int = field(default=1, metadata=_check(ge=1, le=64))
 
 
 def _gamma() -> LoopSection:

@@ -5,12 +5,18 @@ breakdown and provenance, or the refusal: the JSON ``golem memory search --json`
 prints), ``GET /v1/memory/{id}`` reads one record, ``DELETE /v1/memory/{id}`` forgets it
 with a reason. Every request is checked in full before the Grimoire is called, so a
 refused request writes nothing; namespaces and read grants are the Grimoire's rules.
+
+At most ``api.memory_concurrency`` API calls reach the Grimoire at once; the rest wait
+here, in the API. The Grimoire runs every store call one at a time, so without this bound
+a burst of searches queued ahead of Gamma's episode write and Theta's recall, and the
+golem's own ticks waited behind the operator's (benchmarks/README.md, api_search.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -28,12 +34,14 @@ _ADD_FIELDS = ("text", "type", "importance", "metadata", "namespace", "category"
 def memory_routes(sources: Sources) -> list[Route]:
     g = sources.grimoire
     max_chars = sources.config.grimoire.max_text_chars
+    gate = anyio.CapacityLimiter(sources.config.api.memory_concurrency)
 
     async def add(request: Request) -> Response:
         data = await json_object(request, _ADD_FIELDS, required=("text",))
         req = AddRequest(**{k: v for k, v in data.items() if v is not None or k == "text"})
         req.check(max_chars)
-        entry = await req.run(g)
+        async with gate:
+            entry = await req.run(g)
         return JSONResponse(to_jsonable(entry), status_code=201)
 
     async def search(request: Request) -> Response:
@@ -46,10 +54,14 @@ def memory_routes(sources: Sources) -> list[Route]:
                             namespaces=_namespaces(data.get("namespaces")),
                             filters=filters_from(filters))
         req.check(max_chars)
-        return JSONResponse(to_jsonable(await req.run(g)))
+        async with gate:
+            result = await req.run(g)
+        return JSONResponse(to_jsonable(result))
 
     async def get(request: Request) -> Response:
-        found = await g.get(request.path_params["id"], request.query_params.get("namespace"))
+        async with gate:
+            found = await g.get(request.path_params["id"],
+                                request.query_params.get("namespace"))
         if found is None:
             return _missing(request.path_params["id"], g.namespace)
         return JSONResponse(to_jsonable(found))
@@ -66,7 +78,9 @@ def memory_routes(sources: Sources) -> list[Route]:
         if not isinstance(hard, bool):
             raise InvalidMemory("hard: must be true or false")
         memory_id = request.path_params["id"]
-        if not await g.forget(memory_id, reason, hard=hard):
+        async with gate:
+            dropped = await g.forget(memory_id, reason, hard=hard)
+        if not dropped:
             return _missing(memory_id, g.namespace)
         return JSONResponse({"forgotten": memory_id, "hard": hard})
 
