@@ -3,8 +3,8 @@
 Order: a query string over ``api.max_query_bytes`` is 414 and a body over
 ``api.max_body_bytes`` is 413 (by Content-Length, or by counting a chunked body as it
 streams), before any route reads it; then every path but ``/healthz`` (and the sign-in
-form, which carries the token itself, and sign-out, which only ends the session its
-cookie names) needs either
+form, which carries the token itself, its stylesheet, and sign-out, which only ends the
+session its cookie names) needs either
 
 * ``Authorization: Bearer <token>`` (compared in constant time), or
 * the dashboard's session cookie, set by ``POST /signin`` after the same comparison:
@@ -32,8 +32,9 @@ from golem.api.errors import error_body
 
 SESSION_COOKIE = "golem_session"
 DASHBOARD_HEADER = b"x-golem-dashboard"
-# /signin carries the token itself; /signout only ends the session its cookie names.
-OPEN_PATHS = frozenset({"/healthz", "/signin", "/signout"})
+# /signin carries the token itself; /signout only ends the session its cookie names; the
+# sign-in form's stylesheet is our own static file, the same for every golem.
+OPEN_PATHS = frozenset({"/healthz", "/signin", "/signout", "/static/dashboard.css"})
 SESSION_TTL_S = 12 * 3600.0
 MAX_SESSIONS = 64
 

@@ -18,7 +18,8 @@ from golem.testing.api_golem import ApiGolem
 from tests.conftest import REPO, child_env
 
 MODEL = REPO / "models" / "all-minilm-l6-v2-int8"
-ROUTES = [("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/v1/status"),
+ROUTES = [("GET", "/readyz"), ("GET", "/static/dashboard.js"), ("GET", "/metrics"),
+          ("GET", "/v1/status"),
           ("GET", "/v1/decisions"), ("GET", "/v1/series"), ("GET", "/openapi.json"),
           ("GET", "/v1/memory/abc"), ("DELETE", "/v1/memory/abc"), ("POST", "/v1/memory"),
           ("POST", "/v1/memory/search"), ("GET", "/static/charts.js"), ("GET", "/")]
@@ -59,6 +60,7 @@ def test_healthz_is_open_and_every_other_route_needs_the_token(golem: ApiGolem) 
                 assert r.status_code == 401, (method, path, headers)
                 assert r.json()["error"]["status"] == 401
                 assert r.headers["www-authenticate"].startswith("Bearer")
+        assert anon.get("/static/dashboard.css").status_code == 200  # the form's style
         to_form = anon.get("/")  # a browser is sent to the sign-in form
         assert to_form.status_code == 303 and to_form.headers["location"] == "/signin"
         form = anon.get("/signin")

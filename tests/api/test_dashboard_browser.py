@@ -50,6 +50,7 @@ def test_dashboard_draws_an_hour_of_charts(tmp_path: Path, chromium: Path) -> No
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(g.base_url + "/")
         assert page.url.endswith("/signin")  # sent to the sign-in form
+        assert errors == []
         page.fill("#token", "not-the-token-at-all")
         page.click("#signin")
         assert "not this golem's API token" in page.content()
