@@ -4,7 +4,7 @@
 Checked: the embedding model directory (present, its manifest readable, the model file's
 hash matching it), the API key file when the Anthropic tier is on, the operator API's
 token when ``[api]`` is on, and the wallet key file when one is set (present, ours, mode
-0600: read and dropped at once), and the data
+0600: read and dropped at once), that the API's port can be bound, and the data
 dir (writable, on a filesystem that is not read-only, with ``runtime.min_free_mb`` free).
 Each problem is raised as the error the daemon would stop with: ConfigError (exit 78)
 for the configuration, CannotWrite (exit 73) for the disk.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,8 +37,9 @@ def preflight(config: Config, environ: Mapping[str, str]) -> list[str]:
         lines.append("api key   present, mode 0600")
     if config.api.enabled:
         load_token(config, environ)
+        _port_free(config.api.host, config.api.port)
         lines.append(f"api token present, mode 0600 (serving {config.api.host}:"
-                     f"{config.api.port})")
+                     f"{config.api.port}, free now)")
     wallet = _wallet_key(config, environ)
     if wallet is not None:
         try:
@@ -87,3 +89,19 @@ def _writable(data_dir: Path, min_free_mb: int) -> str:
                           f"runtime.min_free_mb = {min_free_mb}; free space first")
     state = "exists" if existing == data_dir else f"will be created under {existing}"
     return f"{data_dir} ({state}; writable, {free >> 20} MB free)"
+
+
+def _port_free(host: str, port: int) -> None:
+    """ConfigError when the API's address cannot be bound now (in use, or not ours).
+    Port 0 (any free port) always passes."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        raise ConfigError(f"api.port: cannot listen on {host}:{port} ({exc.strerror or exc}); "
+                          "stop what uses it or choose another port") from None

@@ -4,6 +4,7 @@ loopback port, called with a real HTTP client (httpx)."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -257,3 +258,16 @@ def test_dashboard_session_cookie(golem: ApiGolem) -> None:
         assert browser.post("/signout").status_code == 303
         assert browser.get("/v1/status", headers={"cookie": f"golem_session={sid}"}) \
             .status_code == 401
+
+
+def test_a_port_in_use_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    g = ApiGolem(tmp_path, MODEL, chain={"mode": "off"})
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", g.port))
+        taken.listen()
+        for command in (("check-config",), ("run", "--stop-after", "1m")):
+            done = g.run(*command)
+            assert done.returncode == 78, done.stderr
+            assert f"api.port: cannot listen on 127.0.0.1:{g.port}" in done.stderr
+    assert not (tmp_path / "data").exists()
+    assert "free now" in g.run("check-config").stdout
