@@ -478,8 +478,9 @@ def test_writes_and_forgets_are_events_and_recall_renders_agent_memory(
 
     block = run(main)
     kinds = [r["kind"] for r in seen]
-    assert kinds == ["grimoire:write"] * 3 + ["grimoire:forget"]
-    assert seen[0]["entry_type"] == "warning" and seen[-1]["reason"] == "superseded"
+    assert kinds == ["grimoire:write"] * 3 + ["grimoire:forget", "grimoire:recall"]
+    assert seen[0]["entry_type"] == "warning" and seen[3]["reason"] == "superseded"
+    assert seen[-1]["refused"] is False and seen[-1]["hits"] == 2
     assert block.startswith("<agent_memory>") and block.endswith("</agent_memory>")
     assert block.count("</agent_memory>") == 1  # the stored text cannot close the block
     assert block.index("honeypot") < block.index("Never LP")  # warnings first
