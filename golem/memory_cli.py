@@ -133,7 +133,9 @@ def run_memory_command(args: argparse.Namespace, config: Config, out: TextIO) ->
 async def _with_grimoire(config: Config, body: Callable[[Grimoire], Awaitable[int]]) -> int:
     from golem.grimoire.grimoire import Grimoire  # noqa: PLC0415
 
-    grimoire = await Grimoire.open(config, now=cli_golem_now(config))
+    # Not the owner: a golem may be running on the data dir (reembed, which takes the
+    # lock, opens its stores itself).
+    grimoire = await Grimoire.open(config, now=cli_golem_now(config), owner=False)
     try:
         return await body(grimoire)
     finally:

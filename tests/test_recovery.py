@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -117,6 +118,7 @@ def test_a_truncated_manifest_is_refused_with_one_line(
 
 def test_backup_of_a_running_golem_restores_into_a_golem_that_starts(tmp_path: Path) -> None:
     path, config = sim_config(tmp_path, clock={"speed": 20})
+    before = remember(path, "Never trade HONEY: its sells revert")
     golem = subprocess.Popen(golem_cmd("run", "--config", str(path)), env=child_env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -126,6 +128,7 @@ def test_backup_of_a_running_golem_restores_into_a_golem_that_starts(tmp_path: P
             assert golem.poll() is None, golem.communicate()[1]
             assert time.monotonic() < deadline, "the golem captured nothing in 2 minutes"
             time.sleep(0.5)
+        during = remember(path, "The WETH/USDC pool charges a 0.3% fee")  # beside the golem
         time.sleep(3)  # capture is writing while we copy
         backup = tmp_path / "backup"
         made = run_golem("backup", "--config", str(path), "--to", str(backup), timeout=120)
@@ -154,11 +157,32 @@ def test_backup_of_a_running_golem_restores_into_a_golem_that_starts(tmp_path: P
     cursor = read_cursors(restored.data_dir / "chain")[0]["cursor"]
     blocks = _blocks_of(config)
     assert {i for i in source if blocks[i] <= cursor} <= set(copied)
+    # Entries too: the copy's are the source's (the source may have more since), both
+    # operator entries among them.
+    copied_entries = entry_ids(restored.data_dir)
+    assert {before, during} <= copied_entries <= entry_ids(config.data_dir)
+    shown = run_golem("memory", "show", during, "--config", str(restored_path))
+    assert shown.returncode == 0 and "0.3% fee" in shown.stdout
     # and the restored golem runs
     assert run_golem("run", "--config", str(restored_path), "--stop-after", "30s",
                      timeout=180).returncode == 0
     refused = run_golem("restore", "--config", str(restored_path), "--from", str(backup))
     assert refused.returncode == 73 and "--force" in refused.stderr
+
+
+def remember(path: Path, text: str) -> str:
+    added = run_golem("memory", "add", text, "--anchored", "--json", "--config", str(path),
+                      timeout=120)
+    assert added.returncode == 0, added.stderr
+    return str(json.loads(added.stdout)["id"])
+
+
+def entry_ids(data_dir: Path) -> set[str]:
+    conn = sqlite3.connect(f"{(data_dir / 'grimoire.db').as_uri()}?mode=ro", uri=True)
+    try:
+        return {str(row[0]) for row in conn.execute("SELECT id FROM entries")}
+    finally:
+        conn.close()
 
 
 def _blocks_of(config: Config) -> dict[str, int]:

@@ -112,8 +112,12 @@ class Grimoire(KnowledgeMaintenance):
 
     @classmethod
     async def open(cls, config: Config, now: Callable[[], float],
-                   embedder: Embedder | None = None, events: EventBus | None = None) -> Grimoire:
-        """Load the model and open both stores (refusing a store built with another model)."""
+                   embedder: Embedder | None = None, events: EventBus | None = None, *,
+                   owner: bool = True) -> Grimoire:
+        """Load the model and open both stores (refusing a store built with another model).
+        ``owner``: this process holds the data dir (the daemon, `golem die`); only an owner
+        sweeps a killed write's leftovers, which beside a running golem would be its
+        writes in flight (the memory CLI opens with False)."""
         cfg = config.grimoire
         if embedder is None:
             embedder = await anyio.to_thread.run_sync(
@@ -124,6 +128,7 @@ class Grimoire(KnowledgeMaintenance):
         def open_stores() -> tuple[EpisodeStore, SemanticStore]:
             data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             episodes = EpisodeStore.open(data_dir / EPISODES_DIR, signature,
+                                         sweep_orphans=owner,
                                          index_min_rows=cfg.index_min_rows,
                                          index_cache_mb=cfg.lance_index_cache_mb,
                                          metadata_cache_mb=cfg.lance_metadata_cache_mb)
