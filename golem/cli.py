@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import TextIO
@@ -21,7 +22,14 @@ import structlog
 
 from golem import __version__
 from golem.config import LOOP_NAMES, Config, load_config, parse_config, speed_label
-from golem.errors import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, GolemError
+from golem.errors import (
+    EXIT_CONFIG,
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    GolemError,
+    UsageError,
+)
 from golem.logging import configure_logging
 from golem.mortality.death import refuse_if_dead
 from golem.runtime.daemon import Daemon
@@ -41,8 +49,9 @@ Run a golem: a mortal autonomous DeFi agent. One process runs three tick loops:
 Gamma captures chain events into episodic memory, Theta assembles a context and
 decides, Delta consolidates, forgets, dreams and keeps the golem's mortality.
 
-Exit status: 0 ok (also a stop by signal); 1 a crash; 2 bad arguments; 64 init
-refused to overwrite; 65 bad memory input; 66 missing input; 69 this golem is dead;
+Exit status: 0 ok (also a stop by signal); 1 a crash; 2 bad arguments; 64 bad
+usage (init refused to overwrite, a --stop-at that is no time); 65 bad memory input;
+66 missing input; 69 this golem is dead;
 70 a damaged store (see golem check); 73 the data dir cannot be written (read-only,
 or below runtime.min_free_mb); 75 data dir in use, or the chain node unreachable;
 77 no read grant for a namespace; 78 bad configuration."""
@@ -59,7 +68,8 @@ def run_cli(argv: list[str] | None = None,  # noqa: PLR0911 - one return per com
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
-            return _cmd_run(args.config, args.stop_after, registry, args.inherit)
+            return _cmd_run(args.config, args.stop_after, registry, args.inherit,
+                            stop_at=args.stop_at)
         if args.command == "check-config":
             return _cmd_check_config(args.config, sys.stdout)
         if args.command == "status":
@@ -101,8 +111,10 @@ def run_cli(argv: list[str] | None = None,  # noqa: PLR0911 - one return per com
 
 
 def _cmd_run(config_path: Path, stop_after: float | None,
-             registry: HandlerRegistry | None, inherit: Path | None = None) -> int:
+             registry: HandlerRegistry | None, inherit: Path | None = None, *,
+             stop_at: str | None = None) -> int:
     config = load_config(config_path)
+    until = stop_time(stop_at, config) if stop_at is not None else None
     if inherit is not None:  # the same as succession.inherit in the config
         from golem.mortality.succession import with_inherit  # noqa: PLC0415
 
@@ -123,10 +135,11 @@ def _cmd_run(config_path: Path, stop_after: float | None,
     notifier = SystemdNotifier.from_environ()
     if registry is None:  # production: this build's components and handlers
         daemon = Daemon(config, build_registry(config), stop_after=stop_after,
-                        notifier=notifier, setup=wiring_setup, admit=refuse_if_dead)
-    else:  # golem.testing's harness: scripted handlers, no components
-        daemon = Daemon(config, registry, stop_after=stop_after, notifier=notifier,
+                        stop_at=until, notifier=notifier, setup=wiring_setup,
                         admit=refuse_if_dead)
+    else:  # golem.testing's harness: scripted handlers, no components
+        daemon = Daemon(config, registry, stop_after=stop_after, stop_at=until,
+                        notifier=notifier, admit=refuse_if_dead)
     try:
         code: int = anyio.run(daemon.run, backend_options={"use_uvloop": True})
         if code != EXIT_OK:
@@ -203,6 +216,29 @@ def starter_config(data_dir: str | None = None, model_dir: str | None = None) ->
     return text
 
 
+def stop_time(text: str, config: Config) -> float:
+    """``--stop-at``: an ISO 8601 golem time (UTC when it names no zone), or a duration
+    counted from ``clock.start`` (the golem's birth on a simulated clock), so a run that
+    was stopped and started again ends where an uninterrupted one does. UsageError
+    otherwise."""
+    try:
+        return config.clock.start.timestamp() + parse_duration(text) \
+            if config.clock.mode != "real" else _iso_time(text)
+    except ValueError:
+        pass
+    try:
+        return _iso_time(text)
+    except ValueError:
+        raise UsageError(f"--stop-at: {text!r} is neither a golem time such as "
+                         "2026-01-31T00:00Z nor a duration from clock.start such as 30d "
+                         "(durations need a simulated clock)") from None
+
+
+def _iso_time(text: str) -> float:
+    when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
 def _fail(message: str, code: int) -> None:
     kind = "config error" if code == EXIT_CONFIG else "error"
     sys.stderr.write(f"golem: {kind}: {message}\n")
@@ -231,9 +267,16 @@ def _parser() -> argparse.ArgumentParser:
         description="Run the golem until SIGTERM/SIGINT (graceful; a second signal cancels "
                     "ticks in flight) or until --stop-after has passed in golem time.")
     config_arg(run)
-    run.add_argument("--stop-after", type=_duration, metavar="DURATION",
-                     help="stop cleanly after this much golem-clock time, e.g. 90s, 2h, 30d; "
-                          "with a simulated clock at max speed this runs as fast as it can")
+    until = run.add_mutually_exclusive_group()
+    until.add_argument("--stop-after", type=_duration, metavar="DURATION",
+                       help="stop cleanly after this much golem-clock time from this start, "
+                            "e.g. 90s, 2h, 30d; with a simulated clock at max speed this "
+                            "runs as fast as it can")
+    until.add_argument("--stop-at", metavar="TIME",
+                       help="stop cleanly once golem time reaches TIME: an ISO time "
+                            "(2026-01-31T00:00Z) or, on a simulated clock, a duration from "
+                            "clock.start (30d: the end of day 30, whatever restarts came "
+                            "before)")
     run.add_argument("--inherit", type=Path, metavar="TESTAMENT",
                      help="boot a successor from a predecessor's testament (once; a restart "
                           "does not re-import); same as succession.inherit")

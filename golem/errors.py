@@ -51,3 +51,9 @@ class NoInput(GolemError):
     """A file or directory the command reads does not exist or is not what it should be."""
 
     exit_code = EXIT_NOINPUT
+
+
+class UsageError(GolemError):
+    """A command-line value argparse cannot judge (it needs the config) is wrong."""
+
+    exit_code = EXIT_USAGE

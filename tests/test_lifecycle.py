@@ -7,15 +7,19 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from golem.cli import run_cli
+from golem.config import load_config
 from golem.runtime.state import StateStore
 
 from .conftest import REPO, child_env, config_text, golem_cmd, run_golem
@@ -304,3 +308,31 @@ def test_the_golem_command_keeps_large_buffers_in_their_own_mappings() -> None:
     assert probe("plain") == ["-", "False"]  # glibc's default: the second one is heap
     assert probe("tune") == ["MALLOC_ARENA_MAX,MALLOC_MMAP_THRESHOLD_", "True"]
     assert probe("tune", MALLOC_MMAP_THRESHOLD_="8388608") == ["MALLOC_ARENA_MAX", "False"]
+
+
+def test_stop_at_names_a_golem_time_that_restarts_do_not_move(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(tmp_path, chain={"mode": "off"})
+    born = load_config(path).clock.start.timestamp()
+
+    def golem_time() -> float:
+        conn = sqlite3.connect(tmp_path / "data" / "state.db")
+        try:
+            return float(conn.execute(
+                "SELECT value FROM meta WHERE key = 'golem_time'").fetchone()[0])
+        finally:
+            conn.close()
+
+    assert run_cli(["run", "--config", str(path), "--stop-after", "7m"]) == 0
+    assert golem_time() == born + 420
+    # an interrupted life ends where an uninterrupted one would: at the named time
+    assert run_cli(["run", "--config", str(path), "--stop-at", "20m"]) == 0
+    assert golem_time() == born + 1200
+    assert run_cli(["run", "--config", str(path), "--stop-at", "20m"]) == 0  # already there
+    assert golem_time() == born + 1200
+    iso = datetime.fromtimestamp(born + 1800, UTC).strftime("%Y-%m-%dT%H:%MZ")
+    assert run_cli(["run", "--config", str(path), "--stop-at", iso]) == 0
+    assert golem_time() == born + 1800
+    capsys.readouterr()
+    assert run_cli(["run", "--config", str(path), "--stop-at", "soon"]) == 64
+    assert "--stop-at: 'soon' is neither" in capsys.readouterr().err

@@ -88,18 +88,22 @@ class Daemon:
         registry: HandlerRegistry,
         *,
         stop_after: float | None = None,
+        stop_at: float | None = None,
         notifier: SystemdNotifier | None = None,
         setup: Setup | None = None,
         admit: Callable[[Path], None] | None = None,
     ) -> None:
         """``admit``: called with the data dir once its lock is held and before anything in
         it is opened or written; it refuses a run by raising a GolemError (the CLI passes
-        mortality's check that a dead golem's data dir stays dead)."""
+        mortality's check that a dead golem's data dir stays dead). ``stop_after``: stop
+        that many golem seconds after this start; ``stop_at``: stop at that golem time,
+        however many restarts came before (it wins over ``stop_after``)."""
         self.config = config
         self.admit = admit
         self.registry = registry
         self.setup = setup
         self.stop_after = stop_after
+        self.stop_at = stop_at
         self.notifier = notifier or SystemdNotifier(None, None)
         self.loops: list[TickLoop] = []
         self.stop_reason: str | None = None
@@ -212,7 +216,8 @@ class Daemon:
         if "created_wall" not in meta:
             started["created_wall"] = time.time()
         await self._call(store.save, [loop.counters for loop in self.loops], started)
-        stop_at = self.clock.now() + self.stop_after if self.stop_after else None
+        stop_at = self.stop_at if self.stop_at is not None else \
+            (self.clock.now() + self.stop_after if self.stop_after else None)
 
         self._bus.emit(RuntimeStarted(run_number, os.getpid(), self._clock_label(),
                                       self.registry.describe()))
