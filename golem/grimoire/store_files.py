@@ -12,7 +12,7 @@ from pathlib import Path
 
 from golem.errors import StateError
 from golem.grimoire.errors import StoreCorrupt
-from golem.runtime.state import read_only_rows
+from golem.runtime.state import online_copy, read_only_rows
 
 SEMANTIC_FILE = "grimoire.db"
 
@@ -42,15 +42,6 @@ def backup_semantic_store(data_dir: Path, dest: Path) -> None:
     runs: SQLite's online backup). Raises StoreCorrupt when it cannot be read or copied."""
     source = data_dir / SEMANTIC_FILE
     try:
-        src = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            src.execute("PRAGMA busy_timeout=5000")
-            out = sqlite3.connect(dest)
-            try:
-                src.backup(out)
-            finally:
-                out.close()
-        finally:
-            src.close()
+        online_copy(source, dest)
     except sqlite3.Error as exc:
         raise StoreCorrupt(f"{source}: cannot copy the semantic store ({exc})") from None

@@ -22,8 +22,9 @@ from pathlib import Path
 
 from golem.errors import CannotWrite, NoInput, StateError
 from golem.grimoire.episode_files import EPISODES_DIR, copy_episode_store
-from golem.integrity.check import Finding, check_data_dir, sqlite_files
+from golem.integrity.check import SET_ASIDE, Finding, check_data_dir, sqlite_files
 from golem.runtime.lock import DataDirLock
+from golem.runtime.state import online_copy
 
 MANIFEST = "BACKUP.json"
 MANIFEST_FORMAT = 1
@@ -113,16 +114,7 @@ def restore(source: Path, data_dir: Path, *, force: bool, stamp: int) -> Path | 
 def _copy_sqlite(path: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
-        src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            src.execute("PRAGMA busy_timeout=5000")
-            out = sqlite3.connect(target)
-            try:
-                src.backup(out)
-            finally:
-                out.close()
-        finally:
-            src.close()
+        online_copy(path, target)
         os.chmod(target, path.stat().st_mode & 0o777)
     except sqlite3.Error as exc:
         raise StateError(f"{path}: cannot copy it ({exc}); check it with `golem check`") \
@@ -137,8 +129,7 @@ def _plain_files(data_dir: Path) -> list[Path]:
         rel = path.relative_to(data_dir)
         if (not path.is_file() or rel.parts[0] == EPISODES_DIR or path.suffix == ".db"
                 or path.name.endswith(_SKIP_SUFFIXES) or rel.as_posix() == _LOCK_FILE
-                or any(".damaged-" in part or ".restored-aside-" in part
-                       for part in rel.parts)):
+                or any(mark in part for part in rel.parts for mark in SET_ASIDE)):
             continue
         out.append(path)
     return out

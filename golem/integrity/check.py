@@ -23,7 +23,7 @@ log = structlog.get_logger("golem.integrity")
 DAILY = 86_400.0
 
 # Directories inside a data dir that are not live stores: stores moved aside, backups.
-_SET_ASIDE = (".damaged-", ".restored-aside-")
+SET_ASIDE = (".damaged-", ".restored-aside-")
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def sqlite_files(data_dir: Path) -> list[Path]:
     """The live SQLite files of a data dir (``*.db``), stores set aside excluded."""
     return sorted(p for p in data_dir.rglob("*.db")
                   if p.is_file() and not any(m in part for part in p.relative_to(data_dir).parts
-                                             for m in _SET_ASIDE))
+                                             for m in SET_ASIDE))
 
 
 def sqlite_problem(path: Path, deep: bool) -> str:

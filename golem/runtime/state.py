@@ -90,6 +90,22 @@ def read_only_rows(path: Path, what: str, sql: str,
         raise StateError(f"{path}: cannot read {what}: {exc}") from None
 
 
+def online_copy(source: Path, dest: Path) -> None:
+    """A consistent copy of the SQLite file ``source`` at ``dest`` with SQLite's online
+    backup API (safe while another process writes it; ``source`` is opened read-only).
+    Raises sqlite3.Error; callers name the store in their own error."""
+    src = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        src.execute("PRAGMA busy_timeout=5000")
+        out = sqlite3.connect(dest)
+        try:
+            src.backup(out)
+        finally:
+            out.close()
+    finally:
+        src.close()
+
+
 class SharedConnection(sqlite3.Connection):
     """A connection the loops' worker threads share. ``durable_write`` holds ``lock`` from
     BEGIN to COMMIT: without it, Gamma committing its capture cursor while Theta journalled
