@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(run_cli(argv))
 
 
-def run_cli(argv: list[str] | None = None,  # noqa: PLR0911 - one return per command
+def run_cli(argv: list[str] | None = None,  # noqa: PLR0911, PLR0912 - one per command
             registry: HandlerRegistry | None = None) -> int:
     """Parse arguments and run a command. ``registry`` overrides the built-in handlers
     (used by golem.testing to run the real daemon with scripted handlers)."""
@@ -92,6 +92,10 @@ def run_cli(argv: list[str] | None = None,  # noqa: PLR0911 - one return per com
             from golem.api.report import run_report_command  # noqa: PLC0415
 
             return run_report_command(args, load_config(args.config), sys.stdout)
+        if args.command == "lab":
+            from golem.lab.commands import run_lab_command  # noqa: PLC0415
+
+            return run_lab_command(args, sys.stdout)
         if args.command == "memory":
             from golem.memory_cli import run_memory_command  # noqa: PLC0415 - loads numpy etc.
 
@@ -331,4 +335,7 @@ def _parser() -> argparse.ArgumentParser:
     from golem.mortality.cli_testament import add_testament_parsers  # noqa: PLC0415
 
     add_testament_parsers(sub, config_arg)
+    from golem.lab.commands import add_lab_parser  # noqa: PLC0415
+
+    add_lab_parser(sub)
     return parser

@@ -202,6 +202,10 @@ class ThetaContextSection:
     total_budget: int = field(default=8_000, metadata=_check(ge=500, le=1_000_000))
     # Loop 2 (policy learning) runs every this many Theta ticks, and on a regime change.
     loop2_every: int = field(default=50, metadata=_check(ge=1, le=100_000))
+    # Off: Theta decides without memory (no recall, no PLAYBOOK.md, no MEMORY.md, no scratch
+    # notes; this tick's live state and Gamma's escalated events only). The lab's
+    # `no-memory` arm; memory is still written and consolidated.
+    memory: bool = True
 
 
 @dataclass(frozen=True)

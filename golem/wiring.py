@@ -207,7 +207,8 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     watched = tuple(capture.watch.addresses) if capture else ()
     cage = build_cage(ctx.config, watched)
     governor = ContextGovernor(grimoire, ctx.config.theta_context.total_budget,
-                               phase_scaled=vitality_reader is not None)
+                               phase_scaled=vitality_reader is not None,
+                               recall=ctx.config.theta_context.memory)
     executor = await open_actions(
         ctx.config, stack, grimoire, cage, source=capture.market, now=ctx.clock.now,
         accepting=lambda: accepting_new_positions(data_dir)) if capture is not None else None
@@ -215,5 +216,5 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
         governor, journal, policies, cage, capture.to_theta if capture else None, ctx.events,
         loop2_every=ctx.config.theta_context.loop2_every, model=model,
         t2_curiosity=ctx.config.cognition.t2_curiosity, vitality_reader=vitality_reader,
-        executor=executor))
+        executor=executor, memory=ctx.config.theta_context.memory))
     return executor

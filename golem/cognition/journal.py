@@ -239,6 +239,21 @@ class JournalReader:
                  "outcome": None if r[6] is None else
                  {"regime": r[6], "quality": r[7], "cost_usd": r[8]}} for r in rows]
 
+    def prediction_scores(self) -> list[tuple[float, str, float, bool]]:
+        """(golem time of the decision, subject, Brier score, direction hit) of every
+        scored prediction, in decision order. Brier = 1 - the stored quality."""
+        rows = self._rows("SELECT d.golem_time, p.subject, p.quality, p.hit FROM predictions p "
+                          "JOIN decisions d ON d.tick = p.tick WHERE p.quality IS NOT NULL "
+                          "ORDER BY p.tick, p.id", ())
+        return [(float(t), str(s), 1.0 - float(q), bool(h)) for t, s, q, h in rows]
+
+    def context_tokens(self) -> list[int]:
+        """The assembled workspace's estimated tokens of every decision, in tick order
+        (decisions without a workspace, such as a refused tick, are left out)."""
+        rows = self._rows("SELECT json_extract(record, '$.workspace.used') FROM decisions "
+                          "ORDER BY tick", ())
+        return [int(r[0]) for r in rows if r[0] is not None]
+
     def _rows(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return read_only_rows(self.path, "the decision journal", sql, args) or []
 

@@ -169,6 +169,9 @@ class ThetaCycle:
     vitality_reader: Callable[[], VitalitySignal] | None = None
     # carries accepted actions out on chain (golem.actions.execution); None: record only
     executor: Executor | None = None
+    # off: no MEMORY.md, PLAYBOOK.md or scratch notes in the workspace (the Governor is
+    # built without recall too: the lab's no-memory arm)
+    memory: bool = True
     name: str = "theta-decision"
     _regime: MarketRegime | None = field(default=None, init=False)
     _frames: Keyframes = field(default_factory=Keyframes, init=False)
@@ -385,6 +388,8 @@ class ThetaCycle:
         """Working memory (MEMORY.md, rewritten only by the dream cycle: stable, so it rides
         the cached prefix), PLAYBOOK.md (stable, one writer), and the scratch notes taken
         since the last rewrite (they change as the model notes things: soft context)."""
+        if not self.memory:
+            return []
         grimoire = self.grimoire_governor.grimoire
         items = []
         memory = await grimoire.memory_text()

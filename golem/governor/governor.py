@@ -94,13 +94,15 @@ class ContextGovernor:
     """Selects and allocates; it is not a retriever (recall is the Grimoire's)."""
 
     def __init__(self, grimoire: Grimoire, total_budget: int, *,
-                 phase_scaled: bool = False) -> None:
+                 phase_scaled: bool = False, recall: bool = True) -> None:
         """``total_budget``: the configured (base) token budget. ``phase_scaled``: each
         assembly's budget is the base scaled by the phase it is given (seed 000; on when
-        mortality is), else the base whatever the phase."""
+        mortality is), else the base whatever the phase. ``recall`` off: assemblies hold
+        live items and escalated episodes only, and the Grimoire is never queried."""
         self.grimoire = grimoire
         self.total_budget = total_budget
         self.phase_scaled = phase_scaled
+        self.recall = recall
         self.previous: CognitiveWorkspace | None = None
 
     async def assemble(self, policy: ContextPolicy, *, query: str, live: Sequence[LiveItem],
@@ -109,14 +111,18 @@ class ContextGovernor:
                        escalated_episodes: Mapping[str, Episode] | None = None) -> Assembly:
         """``escalated_episodes``: those of the escalated ids the caller holds already
         (Gamma hands them over); the others are read from the Grimoire."""
-        result = await self.grimoire.recall(query, k=min(RECALL_K, 10 * policy.retrieval
-                                                         .max_episode_count))
-        hits: list[Hit] = [] if result.refused else list(result.hits)
-        if not result.refused:  # the most similar anti-knowledge rides along, a few at most
-            seen_ids = {x.id for x in hits}
-            extra = sorted((h for h in result.anti_knowledge if h.id not in seen_ids),
-                           key=lambda h: -h.similarity)
-            hits += extra[:MAX_ANTI_KNOWLEDGE]
+        hits: list[Hit] = []
+        refused = False
+        if self.recall:
+            result = await self.grimoire.recall(query, k=min(RECALL_K, 10 * policy.retrieval
+                                                             .max_episode_count))
+            refused = result.refused
+            if not result.refused:  # the most similar anti-knowledge rides along, a few
+                hits = list(result.hits)
+                seen_ids = {x.id for x in hits}
+                extra = sorted((h for h in result.anti_knowledge if h.id not in seen_ids),
+                               key=lambda h: -h.similarity)
+                hits += extra[:MAX_ANTI_KNOWLEDGE]
         escalated = set(escalated_ids)
         candidates = [hit_candidate(h, vitality, h.id in escalated) for h in hits
                       if h.similarity >= policy.retrieval.similarity_threshold
@@ -139,7 +145,7 @@ class ContextGovernor:
                              AssemblySettings.from_retrieval(policy.retrieval), self.previous)
         self.previous = workspace
         return Assembly(workspace, allocations, policy.revision,
-                        regime in policy.regime_overrides, result.refused)
+                        regime in policy.regime_overrides, refused)
 
     async def _episodes(self, ids: Sequence[str], known: Mapping[str, Episode]) -> list[Episode]:
         """At most 10, in order; a store read only for those not handed in."""

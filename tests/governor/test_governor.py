@@ -103,3 +103,33 @@ def test_escalated_episodes_handed_in_need_no_store_read(tmp_path: Path,
         return considered(assembly.workspace)
 
     assert anyio.run(main)[handed.id] == 1
+
+
+def test_without_memory_only_live_state_and_escalations_are_considered(
+        tmp_path: Path, embedder: Embedder) -> None:
+    """recall=False (theta_context.memory off, the lab's no-memory arm): the same query that
+    places recalled episodes with recall on places none, while an escalated episode (this
+    tick's perception, not memory) still reaches the workspace."""
+    config = golem_config(tmp_path)
+    swaps = [dataclasses.replace(make_episode(i), observed_at=NOW - 60 * i) for i in range(20)]
+    handed = oracle_episode(77, "Chainlink answer for ETH/USD jumped 9% in one round", NOW)
+
+    async def main(recall: bool) -> Counter[str]:
+        g = await Grimoire.open(config, now=lambda: NOW, embedder=embedder)
+        try:
+            if recall:
+                await g.add_episodes(swaps)
+            assembly = await ContextGovernor(g, 8000, recall=recall).assemble(
+                default_policy(), query="large swaps of WETH for USDC on uniswap_v3",
+                live=[], escalated_ids=[handed.id], phase=Phase.STABLE,
+                regime=MarketRegime.CALM, escalated_episodes={handed.id: handed})
+        finally:
+            await g.close()
+        return considered(assembly.workspace)
+
+    with_memory = anyio.run(main, True)
+    without = anyio.run(main, False)
+    recalled = {s.id for s in swaps}
+    assert recalled & set(with_memory)
+    assert not recalled & set(without)
+    assert without[handed.id] == 1

@@ -1,0 +1,95 @@
+"""``golem lab run | report | arms``: the command line of the lab (docs/lab/README.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any, TextIO
+
+from golem.errors import EXIT_FAILURE, EXIT_OK, UsageError
+from golem.lab.arms import arm_names, load_arm, load_base
+from golem.lab.design import PRESETS, design, parse_seeds
+from golem.lab.report import write_report
+from golem.lab.runner import LabRunner, fix_design, load_design
+from golem.runtime.duration import parse_duration
+
+DEFAULT_OUT = Path("lab")
+
+
+def add_lab_parser(sub: Any) -> None:
+    lab = sub.add_parser(
+        "lab", help="seeded ablation experiments: run arms of golems, report the effects",
+        description="Run golems in arms (configuration overlays: full, no-memory, ...) on "
+                    "the same market seeds, each life a `golem run` process of its own, then "
+                    "report paired effects with bootstrap intervals. See docs/lab/README.md.")
+    verbs = lab.add_subparsers(dest="lab_command", required=True, metavar="VERB")
+    run = verbs.add_parser(
+        "run", help="run (or resume) a design's lives",
+        description="Run every arm on every seed. Resumable: finished runs are kept and "
+                    "skipped; a killed run continues from its data dir. Each run's data dir "
+                    "is kept under OUT/runs/ARM/seed-N/ for inspection. Exits 1 when a run "
+                    "failed (its log is named).")
+    run.add_argument("--preset", default="smoke", choices=sorted(PRESETS),
+                     help="the design to run (default: %(default)s): " + "; ".join(
+                         f"{p.name}: {p.about}" for p in PRESETS.values()))
+    run.add_argument("--seeds", type=parse_seeds, metavar="SEEDS",
+                     help="market seeds instead of the preset's: 1-10, 1000-1009, 1,4,7")
+    run.add_argument("--arms", metavar="A,B",
+                     help="arms instead of the preset's (comma-separated; must include full)")
+    run.add_argument("--life", metavar="DURATION",
+                     help="golem time each life runs, e.g. 20m, 6h, 2d (default: the preset's)")
+    run.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                     help="lives run at once (default: the core count, %(default)s)")
+    run.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
+                     help="the lab directory (default: %(default)s)")
+    run.add_argument("--base", type=Path, metavar="CONFIG",
+                     help="base configuration the arms overlay (default: the starter "
+                          "bardo.toml: simulated chain, offline cognition)")
+    run.add_argument("--model-dir", type=Path, metavar="DIR",
+                     help="the embedding model dir for every run (default: the base's)")
+    report = verbs.add_parser(
+        "report", help="write the report of a lab directory",
+        description="Write OUT/report/report.html (self-contained: plots inline, no "
+                    "network), report.md, summary.json and the PNG plots, from the runs' "
+                    "own records. Works on an unfinished lab and says so.")
+    report.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
+                        help="the lab directory (default: %(default)s)")
+    verbs.add_parser("arms", help="list the arms and what each changes")
+
+
+def run_lab_command(args: argparse.Namespace, out: TextIO) -> int:
+    if args.lab_command == "arms":
+        for name in arm_names():
+            out.write(f"{name:20} {load_arm(name)[0]}\n")
+        return EXIT_OK
+    if args.lab_command == "report":
+        paths = write_report(args.out, load_design(args.out))
+        out.write(f"wrote {paths['html']} and {paths['markdown']}\n")
+        return EXIT_OK
+    arms = tuple(a.strip() for a in args.arms.split(",")) if args.arms else None
+    for arm in arms or ():
+        load_arm(arm)  # UsageError naming the arm
+    try:
+        life = parse_duration(args.life) if args.life else None
+    except ValueError as exc:
+        raise UsageError(f"--life: {exc}") from None
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    chosen = design(args.preset, arms=arms, seeds=args.seeds, life_s=life)
+    base = load_base(args.base, args.model_dir)
+    fix_design(args.out, chosen, base)
+    runner = LabRunner(args.out, chosen, base, args.jobs, out)
+    try:
+        failed = runner.run()
+    except KeyboardInterrupt:
+        out.write("lab: interrupted; every running golem was stopped cleanly. Run the same "
+                  "command again to resume.\n")
+        return 130
+    paths = write_report(args.out, chosen)
+    out.write(f"lab: report in {paths['html']}\n")
+    if failed:
+        out.write(f"lab: {len(failed)} run(s) failed: {', '.join(r.key for r in failed)}; "
+                  "run the same command again to retry them\n")
+        return EXIT_FAILURE
+    return EXIT_OK

@@ -1,0 +1,106 @@
+"""An experiment's design (pure): which arms, which market seeds, how long a life.
+
+Every arm runs on every seed (a paired design: the arms of one seed see the same market),
+so effects are differences within a seed. A preset names a design; the command line may
+override its seeds (``--seeds 1000-1009`` reruns it on seeds the golem was never tuned
+on), its arms and its life. ``Design`` is what a lab directory records in ``lab.json``;
+a rerun in the same directory must ask for the same design, so runs of two designs are
+never mixed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from golem.errors import UsageError
+
+MAX_SEEDS = 1000
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    arms: tuple[str, ...]
+    seeds: tuple[int, ...]
+    life_s: float
+    about: str
+
+
+PRESETS: dict[str, Preset] = {
+    "smoke": Preset("smoke", ("full", "no-memory"), (1, 2), 10 * 60.0,
+                    "2 arms x 2 seeds x 10 golem minutes: the lab's own check (a minute)"),
+    "full": Preset("full", ("full", "no-memory"), tuple(range(1, 11)), 6 * 3600.0,
+                   "every arm x 10 seeds x 6 golem hours"),
+}
+
+
+@dataclass(frozen=True, order=True)
+class Run:
+    """One life: an arm on a market seed. ``key`` names its directory."""
+
+    arm: str
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.arm}/seed-{self.seed}"
+
+
+@dataclass(frozen=True)
+class Design:
+    preset: str
+    arms: tuple[str, ...]
+    seeds: tuple[int, ...]
+    life_s: float
+
+    @property
+    def runs(self) -> list[Run]:
+        """Seed-major, so the arms of one seed finish close together."""
+        return [Run(arm, seed) for seed in self.seeds for arm in self.arms]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Design:
+        return cls(str(data["preset"]), tuple(data["arms"]), tuple(int(s) for s in
+                                                                   data["seeds"]),
+                   float(data["life_s"]))
+
+
+def design(preset: str, *, arms: tuple[str, ...] | None = None,
+           seeds: tuple[int, ...] | None = None, life_s: float | None = None) -> Design:
+    """The preset with any overrides. UsageError on an unknown preset, a repeated arm or
+    an arm list without ``full`` (every effect is measured against it)."""
+    base = PRESETS.get(preset)
+    if base is None:
+        raise UsageError(f"unknown preset {preset!r}: choose one of {', '.join(PRESETS)}")
+    chosen = arms or base.arms
+    if len(set(chosen)) != len(chosen):
+        raise UsageError(f"--arms: an arm is named twice in {','.join(chosen)}")
+    if "full" not in chosen:
+        raise UsageError("--arms: include 'full': every effect is measured against it")
+    if life_s is not None and life_s <= 0:
+        raise UsageError("--life must be a positive duration")
+    return Design(preset, tuple(chosen), seeds or base.seeds,
+                  base.life_s if life_s is None else life_s)
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``1-10``, ``1000-1009``, ``3``, ``1,4,7-9``: distinct non-negative seeds in the order
+    given. UsageError on anything else, or on more than MAX_SEEDS."""
+    seeds: list[int] = []
+    for part in (p.strip() for p in text.split(",")):
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()):
+            raise UsageError(f"--seeds: {part!r} is not a seed or a range such as 1-10")
+        first, last = int(low), int(high) if dash else int(low)
+        if last < first:
+            raise UsageError(f"--seeds: the range {part!r} runs backwards")
+        if last - first + len(seeds) >= MAX_SEEDS:
+            raise UsageError(f"--seeds: more than {MAX_SEEDS} seeds")
+        seeds.extend(range(first, last + 1))
+    if len(set(seeds)) != len(seeds):
+        raise UsageError(f"--seeds: a seed is named twice in {text!r}")
+    return tuple(seeds)

@@ -1,0 +1,69 @@
+"""What one finished life measured, read from its own data dir through the rooms' readers.
+
+The measures are fixed before any run (docs/lab/README.md says why each):
+
+* primary: ``brier``, the mean Brier score of the golem's scored predictions over its
+  life (lower is better);
+* secondary: the Brier score per golem-time bin (the curves), the direction hit rate,
+  realised P&L (USD), context tokens per decision, memory size (episodes and entries on
+  disk, entries by status), decisions made, and the run's wall time.
+
+A record is plain JSON (``result.json`` beside the run's data dir), written once the run
+has reached the end of its life, so a report can be rebuilt without the data dirs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR, JournalReader
+from golem.config import Config
+from golem.status import collect_status
+
+BINS = 12  # points on a life's Brier curve
+
+
+def measure_run(config: Config, birth: float, life_s: float, wall_s: float) -> dict[str, Any]:
+    """The record of the life in ``config.data_dir``: born at golem time ``birth``, lived
+    ``life_s`` golem seconds, took ``wall_s`` wall seconds (every attempt)."""
+    journal = JournalReader(config.data_dir / JOURNAL_DIR / JOURNAL_DB)
+    scores = journal.prediction_scores()
+    tokens = journal.context_tokens()
+    status = collect_status(config)
+    briers = [b for _, _, b, _ in scores]
+    wallet = (status.get("wallet") or {}).get("totals", {})
+    delta = status.get("delta") or {}
+    data = status.get("data") or {}
+    sizes = data.get("entries", {})
+    return {
+        "brier": _mean(briers),
+        "predictions": len(scores),
+        "hit_rate": _mean([1.0 if hit else 0.0 for *_, hit in scores]),
+        "brier_curve": brier_curve([(t - birth, b) for t, _, b, _ in scores], life_s),
+        "realised_pnl_usd": float(wallet.get("realised_usd", 0.0)),
+        "funded_usd": float(wallet.get("funded_usd", 0.0)),
+        "decisions": len(tokens),
+        "context_tokens": _mean([float(t) for t in tokens]),
+        "memory_bytes": int(sizes.get("episodes", 0)) + int(sizes.get("grimoire.db", 0)),
+        "entries": {str(k): int(v) for k, v in (delta.get("entries") or {}).items()},
+        "golem_time_s": life_s,
+        "wall_s": round(wall_s, 3),
+    }
+
+
+def brier_curve(points: list[tuple[float, float]], life_s: float,
+                bins: int = BINS) -> list[float | None]:
+    """Mean Brier per equal slice of the life (by the prediction's golem-time offset from
+    birth); None for a slice without a scored prediction."""
+    sums = [0.0] * bins
+    counts = [0] * bins
+    for offset, brier in points:
+        i = min(bins - 1, max(0, int(offset / life_s * bins)))
+        sums[i] += brier
+        counts[i] += 1
+    return [s / c if c else None for s, c in zip(sums, counts, strict=True)]
+
+
+def _mean(values: list[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None

@@ -1,0 +1,286 @@
+"""``golem lab report``: the lab's results as one self-contained HTML file, a markdown
+summary, the plots as PNG files and the numbers as JSON.
+
+Everything is computed from the runs' ``result.json`` records (never from a cache), so
+the report can be rebuilt at any time and checked against them: ``summary.json`` holds
+every number the two documents print. Plots are matplotlib (Agg backend: no display),
+embedded in the HTML as data URIs, so the page opens from disk with no network.
+A design whose runs are not all done is reported as far as it goes, and says so.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from golem import __version__
+from golem.lab.design import Design
+from golem.lab.effects import Effect, paired_effect
+from golem.lab.runner import read_result
+
+REFERENCE = "full"
+# (key in a run's record, label, unit, lower is better)
+MEASURES: tuple[tuple[str, str, str, bool], ...] = (
+    ("brier", "mean Brier score (primary)", "", True),
+    ("hit_rate", "direction hit rate", "", False),
+    ("realised_pnl_usd", "realised P&L", "USD", False),
+    ("context_tokens", "context tokens per decision", "tokens", True),
+    ("memory_bytes", "memory on disk", "bytes", True),
+    ("wall_s", "wall time per life", "s", True),
+)
+
+
+def summarise(lab: Path, design: Design) -> dict[str, Any]:
+    """Every number the report prints, from the runs' records."""
+    records = {run: read_result(lab, run) for run in design.runs}
+    done = {run: rec for run, rec in records.items() if rec is not None}
+    arms: dict[str, Any] = {}
+    for arm in design.arms:
+        mine = {run.seed: rec for run, rec in done.items() if run.arm == arm}
+        arms[arm] = {
+            "runs": len(mine),
+            "per_seed": {str(seed): {key: rec.get(key) for key, *_ in MEASURES}
+                         for seed, rec in sorted(mine.items())},
+            "means": {key: _mean([rec.get(key) for rec in mine.values()])
+                      for key, *_ in MEASURES},
+            "curve": _curve([rec.get("brier_curve") or [] for rec in mine.values()]),
+        }
+    effects: dict[str, Any] = {}
+    for arm in design.arms:
+        if arm == REFERENCE:
+            continue
+        effects[arm] = {key: _effect_json(paired_effect(
+            {int(s): v[key] for s, v in arms[arm]["per_seed"].items()},
+            {int(s): v[key] for s, v in arms[REFERENCE]["per_seed"].items()}))
+            for key, *_ in MEASURES}
+    return {"version": __version__, "design": design.to_json(),
+            "complete": len(done) == len(records), "runs_done": len(done),
+            "runs_total": len(records), "arms": arms, "effects": effects,
+            "verdicts": _verdicts(effects)}
+
+
+def write_report(lab: Path, design: Design) -> dict[str, Path]:
+    """Write report.html, report.md, summary.json and the PNGs under ``lab/report``."""
+    summary = summarise(lab, design)
+    folder = lab / "report"
+    folder.mkdir(parents=True, exist_ok=True)
+    pngs = {"brier_curve": _curve_png(summary), "effects": _effects_png(summary)}
+    paths = {name: folder / f"{name}.png" for name in pngs}
+    for name, data in pngs.items():
+        paths[name].write_bytes(data)
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n",
+                                         encoding="utf-8")
+    (folder / "report.md").write_text(_markdown(summary), encoding="utf-8")
+    (folder / "report.html").write_text(_html(summary, pngs), encoding="utf-8")
+    return {"html": folder / "report.html", "markdown": folder / "report.md",
+            "summary": folder / "summary.json", **paths}
+
+
+# --- numbers ------------------------------------------------------------------------
+
+
+def _mean(values: list[Any]) -> float | None:
+    nums = [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
+    return math.fsum(nums) / len(nums) if nums else None
+
+
+def _curve(curves: list[list[float | None]]) -> list[dict[str, float | int | None]]:
+    """Per bin: the mean across seeds and a 95% band (mean +- 1.96 standard errors)."""
+    bins = max((len(c) for c in curves), default=0)
+    out: list[dict[str, float | int | None]] = []
+    for i in range(bins):
+        vals = [c[i] for c in curves if i < len(c) and c[i] is not None]
+        nums = [float(v) for v in vals if v is not None]
+        if not nums:
+            out.append({"mean": None, "low": None, "high": None, "n": 0})
+            continue
+        mean = math.fsum(nums) / len(nums)
+        se = (math.sqrt(math.fsum((v - mean) ** 2 for v in nums) / (len(nums) - 1))
+              / math.sqrt(len(nums))) if len(nums) > 1 else 0.0
+        out.append({"mean": mean, "low": mean - 1.96 * se, "high": mean + 1.96 * se,
+                    "n": len(nums)})
+    return out
+
+
+def _effect_json(effect: Effect) -> dict[str, Any]:
+    return {"n": effect.n, "mean_diff": effect.mean_diff, "ci_low": effect.ci_low,
+            "ci_high": effect.ci_high, "p_value": effect.p_value,
+            "excludes_zero": effect.excludes_zero, "unpaired": effect.unpaired}
+
+
+def _verdicts(effects: dict[str, Any]) -> list[str]:
+    """Plain sentences on the primary measure (Brier: lower is better, so a positive
+    ``arm - full`` difference means full predicted better)."""
+    lines = []
+    for arm, by in effects.items():
+        e = by["brier"]
+        if e["mean_diff"] is None:
+            lines.append(f"full vs {arm}: no paired results yet.")
+            continue
+        interval = ("no interval (fewer than 2 seeds)" if e["ci_low"] is None else
+                    f"95% CI [{e['ci_low']:+.4f}, {e['ci_high']:+.4f}]")
+        if e["excludes_zero"] and e["mean_diff"] > 0:
+            word = "full predicts better than"
+        elif e["excludes_zero"]:
+            word = "full predicts WORSE than"
+        else:
+            word = "no difference shown between full and"
+        p = "-" if e["p_value"] is None else f"{e['p_value']:.3g}"
+        lines.append(f"{word} {arm}: Brier {arm} - full = {e['mean_diff']:+.4f} over "
+                     f"{e['n']} seeds, {interval}, Wilcoxon p = {p}.")
+    return lines
+
+
+# --- plots ----------------------------------------------------------------------------
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _curve_png(summary: dict[str, Any]) -> bytes:
+    life_h = summary["design"]["life_s"] / 3600
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    for arm, data in summary["arms"].items():
+        pts = [(i, p) for i, p in enumerate(data["curve"]) if p["mean"] is not None]
+        if not pts:
+            continue
+        bins = len(data["curve"])
+        xs = [(i + 0.5) * life_h / bins for i, _ in pts]
+        ax.plot(xs, [p["mean"] for _, p in pts], marker="o", label=f"{arm} ({data['runs']})")
+        ax.fill_between(xs, [p["low"] for _, p in pts], [p["high"] for _, p in pts],
+                        alpha=0.2)
+    ax.set_xlabel("golem time (hours since birth)")
+    ax.set_ylabel("mean Brier score (lower is better)")
+    ax.set_title("Prediction quality over a life: mean across seeds, 95% band")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _png(fig)
+
+
+def _effects_png(summary: dict[str, Any]) -> bytes:
+    arms = list(summary["effects"])
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.6 * max(1, len(arms))))
+    for i, arm in enumerate(arms):
+        e = summary["effects"][arm]["brier"]
+        if e["mean_diff"] is None:
+            continue
+        low = e["ci_low"] if e["ci_low"] is not None else e["mean_diff"]
+        high = e["ci_high"] if e["ci_high"] is not None else e["mean_diff"]
+        ax.plot([low, high], [i, i], color="tab:blue", linewidth=3)
+        ax.plot([e["mean_diff"]], [i], "o", color="black")
+    ax.axvline(0, color="grey", linestyle="--")
+    ax.set_yticks(range(len(arms)), [f"{a} - full" for a in arms])
+    ax.set_xlabel("paired difference in mean Brier (positive: full predicts better)")
+    ax.set_title("Effects on the primary measure, 95% bootstrap intervals")
+    ax.grid(alpha=0.3, axis="x")
+    return _png(fig)
+
+
+# --- documents --------------------------------------------------------------------------
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["arm", "runs", *[label for _, label, _, _ in MEASURES]]
+    rows = [[arm, str(data["runs"]), *[_fmt(data["means"][key]) for key, *_ in MEASURES]]
+            for arm, data in summary["arms"].items()]
+    return head, rows
+
+
+def _effect_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["comparison", "measure", "pairs", "mean difference", "95% CI", "Wilcoxon p"]
+    rows = []
+    for arm, by in summary["effects"].items():
+        for key, label, _, _ in MEASURES:
+            e = by[key]
+            ci = "-" if e["ci_low"] is None else f"[{e['ci_low']:.4g}, {e['ci_high']:.4g}]"
+            rows.append([f"{arm} - full", label, str(e["n"]), _fmt(e["mean_diff"]), ci,
+                         _fmt(e["p_value"])])
+    return head, rows
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _intro(summary: dict[str, Any]) -> str:
+    d = summary["design"]
+    state = "complete" if summary["complete"] else (
+        f"INCOMPLETE: {summary['runs_done']} of {summary['runs_total']} runs done")
+    return (f"Preset {d['preset']}: arms {', '.join(d['arms'])}; market seeds "
+            f"{_seed_text(d['seeds'])}; a life of {d['life_s'] / 3600:g} golem hours; "
+            f"{state}. golem {summary['version']}.")
+
+
+def _seed_text(seeds: list[int]) -> str:
+    if seeds and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])
+    return ", ".join(map(str, seeds))
+
+
+def _markdown(summary: dict[str, Any]) -> str:
+    parts = ["# Golem lab report", "", _intro(summary), "", "## Verdict", "",
+             *[f"- {v}" for v in summary["verdicts"]], "", "## Arms (means across seeds)", "",
+             _md_table(*_rows(summary)), "", "## Paired effects against full", "",
+             _md_table(*_effect_rows(summary)), "",
+             "Plots: brier_curve.png (prediction quality over a life), effects.png.", ""]
+    return "\n".join(parts)
+
+
+def _html_table(head: list[str], rows: list[list[str]]) -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                  for r in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+
+def _html(summary: dict[str, Any], pngs: dict[str, bytes]) -> str:
+    img = {name: "data:image/png;base64," + base64.b64encode(data).decode()
+           for name, data in pngs.items()}
+    verdicts = "".join(f"<li>{html.escape(v)}</li>" for v in summary["verdicts"])
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Golem lab report</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto;
+       padding: 0 1rem; color: #222; }}
+table {{ border-collapse: collapse; margin: 1rem 0; font-size: 0.9rem; }}
+th, td {{ border: 1px solid #ccc; padding: 0.3rem 0.6rem; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+img {{ max-width: 100%; }}
+</style></head><body>
+<h1>Golem lab report</h1>
+<p>{html.escape(_intro(summary))}</p>
+<h2>Verdict</h2><ul>{verdicts}</ul>
+<h2>Prediction quality over a life</h2>
+<img alt="mean Brier score over golem time per arm" src="{img['brier_curve']}">
+<h2>Effects on the primary measure</h2>
+<img alt="paired differences in Brier with 95% intervals" src="{img['effects']}">
+<h2>Arms (means across seeds)</h2>
+{_html_table(*_rows(summary))}
+<h2>Paired effects against full</h2>
+{_html_table(*_effect_rows(summary))}
+</body></html>
+"""

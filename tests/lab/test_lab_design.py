@@ -1,0 +1,73 @@
+"""The lab's pure parts: seeds, designs, overlays and paired effects."""
+
+from __future__ import annotations
+
+import pytest
+
+from golem.config import parse_config
+from golem.errors import UsageError
+from golem.lab.arms import arm_names, load_arm, load_base, merged, run_config
+from golem.lab.design import Run, design, parse_seeds
+from golem.lab.effects import paired_effect
+
+
+@pytest.mark.parametrize(("text", "seeds"), [
+    ("1-10", tuple(range(1, 11))), ("1000-1009", tuple(range(1000, 1010))),
+    ("3", (3,)), ("1,4,7-9", (1, 4, 7, 8, 9)), (" 2 , 5 ", (2, 5))])
+def test_seed_forms(text: str, seeds: tuple[int, ...]) -> None:
+    assert parse_seeds(text) == seeds
+
+
+@pytest.mark.parametrize("text", ["", "a", "5-3", "1-", "-2", "1,1", "0-5000", "1.5"])
+def test_bad_seeds_are_usage_errors(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_seeds(text)
+
+
+def test_designs_pair_every_arm_with_every_seed_and_need_the_reference() -> None:
+    d = design("smoke", seeds=(7, 8), life_s=60.0)
+    assert d.runs == [Run("full", 7), Run("no-memory", 7), Run("full", 8),
+                      Run("no-memory", 8)]
+    assert d.life_s == 60.0
+    for bad in ({"arms": ("no-memory",)}, {"arms": ("full", "full")}, {"life_s": 0.0}):
+        with pytest.raises(UsageError):
+            design("smoke", **bad)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="unknown preset"):
+        design("nope")
+
+
+def test_overlays_merge_key_by_key_and_every_shipped_arm_makes_a_valid_config(
+        tmp_path) -> None:
+    assert merged({"a": {"x": 1, "y": 2}, "b": 1}, {"a": {"y": 3}, "c": [1]}) == \
+        {"a": {"x": 1, "y": 3}, "b": 1, "c": [1]}
+    assert {"full", "no-memory"} <= set(arm_names())
+    base = load_base(None, None)
+    for arm in arm_names():
+        description, _ = load_arm(arm)
+        assert description
+        config = parse_config(run_config(base, Run(arm, 5), tmp_path / arm))
+        assert config.golem.seed == 5
+        assert config.data_dir == (tmp_path / arm / "data").resolve()
+        assert config.theta_context.memory is (arm != "no-memory")
+    with pytest.raises(UsageError, match="unknown arm"):
+        load_arm("telepathy")
+
+
+def test_paired_effects() -> None:
+    same = paired_effect({1: 0.3, 2: 0.4}, {1: 0.3, 2: 0.4})
+    assert (same.mean_diff, same.p_value, same.excludes_zero) == (0.0, 1.0, False)
+    worse = {s: 0.30 + 0.01 * (s % 3) for s in range(10)}
+    better = {s: v - 0.05 - 0.002 * s for s, v in worse.items()}
+    effect = paired_effect(worse, better)
+    assert effect.n == 10
+    assert effect.mean_diff == pytest.approx(0.059)
+    assert effect.ci_low is not None and effect.ci_high is not None
+    assert 0 < effect.ci_low <= effect.mean_diff <= effect.ci_high
+    assert effect.excludes_zero
+    assert effect.p_value is not None and effect.p_value < 0.01
+    mixed = paired_effect({s: (0.1 if s % 2 else -0.1) for s in range(10)},
+                          dict.fromkeys(range(10), 0.0))
+    assert not mixed.excludes_zero and mixed.p_value is not None and mixed.p_value > 0.5
+    partial = paired_effect({1: 0.2, 2: None, 3: 0.5}, {1: 0.1, 2: 0.3})
+    assert (partial.n, partial.unpaired, partial.ci_low) == (1, 2, None)
+    assert paired_effect({}, {}).mean_diff is None

@@ -1,0 +1,92 @@
+"""`golem lab run --preset smoke` end to end: real golem processes on the simulated chain,
+then the report's structure and numbers checked against the runs' own journals (read here
+with sqlite3, not through the lab's reader), resumption, and a refused mixed design."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from golem.lab.design import PRESETS
+
+from ..conftest import REPO, run_golem
+
+MODEL = str(REPO / "models" / "all-minilm-l6-v2-int8")
+
+
+def journal_briers(data_dir: Path) -> list[float]:
+    with sqlite3.connect(data_dir / "cognition" / "decisions.db") as conn:
+        rows = conn.execute("SELECT quality FROM predictions WHERE quality IS NOT NULL "
+                            "ORDER BY tick, id").fetchall()
+    return [1.0 - q for (q,) in rows]
+
+
+@pytest.fixture(scope="module")
+def smoke_lab(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    lab = tmp_path_factory.mktemp("lab") / "smoke"
+    done = run_golem("lab", "run", "--preset", "smoke", "--out", str(lab), "--jobs", "2",
+                     "--model-dir", MODEL, timeout=400)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return lab, done.stdout
+
+
+def test_smoke_runs_every_arm_on_every_seed_and_reports_their_own_numbers(
+        smoke_lab: tuple[Path, str]) -> None:
+    lab, stdout = smoke_lab
+    preset = PRESETS["smoke"]
+    summary = json.loads((lab / "report" / "summary.json").read_text())
+    assert summary["complete"] and summary["runs_done"] == 4
+    assert summary["design"]["arms"] == list(preset.arms)
+    per_arm: dict[str, dict[int, float]] = {}
+    for arm in preset.arms:
+        for seed in preset.seeds:
+            run = lab / "runs" / arm / f"seed-{seed}"
+            briers = journal_briers(run / "data")
+            assert briers, f"{arm}/{seed} scored no prediction"
+            record = json.loads((run / "result.json").read_text())
+            assert record["brier"] == pytest.approx(sum(briers) / len(briers))
+            assert record["predictions"] == len(briers)
+            assert summary["arms"][arm]["per_seed"][str(seed)]["brier"] == record["brier"]
+            per_arm.setdefault(arm, {})[seed] = record["brier"]
+            assert f"{arm}/seed-{seed} done" in stdout
+        mean = sum(per_arm[arm].values()) / len(preset.seeds)
+        assert summary["arms"][arm]["means"]["brier"] == pytest.approx(mean)
+    effect = summary["effects"]["no-memory"]["brier"]
+    diffs = [per_arm["no-memory"][s] - per_arm["full"][s] for s in preset.seeds]
+    assert effect["n"] == 2
+    assert effect["mean_diff"] == pytest.approx(sum(diffs) / 2)
+    assert effect["ci_low"] <= effect["mean_diff"] <= effect["ci_high"]
+    # without memory Theta's workspace is smaller: the arms really differ
+    tokens = summary["arms"]
+    assert tokens["no-memory"]["means"]["context_tokens"] < \
+        tokens["full"]["means"]["context_tokens"]
+
+    page = (lab / "report" / "report.html").read_text()
+    assert page.count('src="data:image/png;base64,') == 2
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # nothing to fetch
+    markdown = (lab / "report" / "report.md").read_text()
+    for arm in preset.arms:
+        assert f"| {arm} | 2 | {summary['arms'][arm]['means']['brier']:.4g} |" in markdown
+    assert "## Verdict" in markdown and "no-memory" in markdown
+    for png in ("brier_curve.png", "effects.png"):
+        assert (lab / "report" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_rerun_resumes_and_a_different_design_is_refused(
+        smoke_lab: tuple[Path, str]) -> None:
+    lab, _ = smoke_lab
+    results = sorted(lab.glob("runs/*/*/result.json"))
+    before = {p: p.stat().st_mtime_ns for p in results}
+    again = run_golem("lab", "run", "--preset", "smoke", "--out", str(lab),
+                      "--model-dir", MODEL, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "4 runs (4 done), 0 to run" in again.stdout
+    assert {p: p.stat().st_mtime_ns for p in results} == before
+    other = run_golem("lab", "run", "--preset", "smoke", "--seeds", "3", "--out", str(lab),
+                      "--model-dir", MODEL, timeout=120)
+    assert other.returncode == 64
+    assert "another design" in other.stderr
