@@ -20,6 +20,7 @@ import tomli_w
 from golem.config import parse_config
 from golem.errors import ConfigError, UsageError
 from golem.lab.design import Run
+from golem.lab.succession import market_seed
 
 
 def arm_names() -> list[str]:
@@ -79,7 +80,7 @@ def run_config(base: dict[str, Any], run: Run, run_dir: Path) -> str:
     when the merged configuration is invalid."""
     _, overlay = load_arm(run.arm)
     config = merged(merged(base, overlay), {"golem": {
-        "name": f"lab-{run.arm}-{run.seed}", "seed": run.seed,
+        "name": f"lab-{run.arm}-{run.seed}", "seed": market_seed(run.arm, run.seed),
         "data_dir": str((run_dir / "data").resolve())}})
     text = tomli_w.dumps(config)
     try:

@@ -27,8 +27,15 @@ from golem import __version__
 from golem.lab.design import Design
 from golem.lab.effects import Effect, paired_effect
 from golem.lab.runner import read_result
+from golem.lab.succession import PARENT_ARM, SUCCESSORS, market_seed
 
 REFERENCE = "full"
+# transfer measures of a successor, from its Brier curve (lower is better for all three)
+TRANSFER: tuple[tuple[str, str, str, bool], ...] = (
+    ("head_start_brier", "Brier in the first quarter of life", "", True),
+    ("time_to_parent_s", "golem time to the parent's final level", "s", True),
+    ("final_brier", "Brier in the last quarter of life", "", True),
+)
 # (key in a run's record, label, unit, lower is better)
 MEASURES: tuple[tuple[str, str, str, bool], ...] = (
     ("brier", "mean Brier score (primary)", "", True),
@@ -40,33 +47,68 @@ MEASURES: tuple[tuple[str, str, str, bool], ...] = (
 )
 
 
+def reference_of(arm: str, arms: tuple[str, ...]) -> str | None:
+    """The arm ``arm`` is compared with: successors with ``fresh`` (they share a market),
+    the others with ``full``; None for the references themselves."""
+    if arm in SUCCESSORS:
+        return "fresh" if arm != "fresh" and "fresh" in arms else None
+    return REFERENCE if arm != REFERENCE else None
+
+
 def summarise(lab: Path, design: Design) -> dict[str, Any]:
     """Every number the report prints, from the runs' records."""
     records = {run: read_result(lab, run) for run in design.runs}
     done = {run: rec for run, rec in records.items() if rec is not None}
+    parents = {run.seed: rec for run, rec in done.items() if run.arm == PARENT_ARM}
     arms: dict[str, Any] = {}
     for arm in design.arms:
         mine = {run.seed: rec for run, rec in done.items() if run.arm == arm}
+        measures = MEASURES + (TRANSFER if arm in SUCCESSORS else ())
+        per_seed = {}
+        for seed, rec in sorted(mine.items()):
+            values = {key: rec.get(key) for key, *_ in MEASURES}
+            if arm in SUCCESSORS:
+                values |= transfer(rec, parents.get(seed))
+            per_seed[str(seed)] = values
         arms[arm] = {
             "runs": len(mine),
-            "per_seed": {str(seed): {key: rec.get(key) for key, *_ in MEASURES}
-                         for seed, rec in sorted(mine.items())},
-            "means": {key: _mean([rec.get(key) for rec in mine.values()])
-                      for key, *_ in MEASURES},
+            "market_seeds": sorted(market_seed(arm, s) for s in mine),
+            "per_seed": per_seed,
+            "means": {key: _mean([v.get(key) for v in per_seed.values()])
+                      for key, *_ in measures},
             "curve": _curve([rec.get("brier_curve") or [] for rec in mine.values()]),
         }
     effects: dict[str, Any] = {}
     for arm in design.arms:
-        if arm == REFERENCE:
+        reference = reference_of(arm, design.arms)
+        if reference is None:
             continue
-        effects[arm] = {key: _effect_json(paired_effect(
-            {int(s): v[key] for s, v in arms[arm]["per_seed"].items()},
-            {int(s): v[key] for s, v in arms[REFERENCE]["per_seed"].items()}))
-            for key, *_ in MEASURES}
+        measures = MEASURES + (TRANSFER if arm in SUCCESSORS else ())
+        effects[arm] = {"reference": reference} | {key: _effect_json(paired_effect(
+            {int(s): v.get(key) for s, v in arms[arm]["per_seed"].items()},
+            {int(s): v.get(key) for s, v in arms[reference]["per_seed"].items()}))
+            for key, *_ in measures}
     return {"version": __version__, "design": design.to_json(),
             "complete": len(done) == len(records), "runs_done": len(done),
             "runs_total": len(records), "arms": arms, "effects": effects,
             "verdicts": _verdicts(effects)}
+
+
+def transfer(record: dict[str, Any], parent: dict[str, Any] | None) -> dict[str, Any]:
+    """A successor's head start (mean Brier over the first quarter of its scored slices
+    of life), final level (the last quarter of them) and the golem time until a slice
+    first scores at or below its parent's final level (its whole life when it never
+    does: censored at the life's length, which favours no arm)."""
+    curve = record.get("brier_curve") or []
+    head, final = _quarters(curve)
+    out: dict[str, Any] = {"head_start_brier": head, "final_brier": final,
+                           "time_to_parent_s": None}
+    target = _quarters(parent.get("brier_curve") or [])[1] if parent else None
+    if target is not None and curve:
+        life = float(record.get("golem_time_s") or 0.0)
+        hit = next((i for i, b in enumerate(curve) if b is not None and b <= target), None)
+        out["time_to_parent_s"] = life if hit is None else (hit + 1) * life / len(curve)
+    return out
 
 
 def write_report(lab: Path, design: Design) -> dict[str, Path]:
@@ -87,6 +129,13 @@ def write_report(lab: Path, design: Design) -> dict[str, Path]:
 
 
 # --- numbers ------------------------------------------------------------------------
+
+
+def _quarters(curve: list[float | None]) -> tuple[float | None, float | None]:
+    """Mean of the first and of the last quarter of a curve's scored slices."""
+    scored = [b for b in curve if b is not None]
+    quarter = max(1, len(scored) // 4)
+    return _mean(scored[:quarter]), _mean(scored[-quarter:])
 
 
 def _mean(values: list[Any]) -> float | None:
@@ -123,21 +172,25 @@ def _verdicts(effects: dict[str, Any]) -> list[str]:
     ``arm - full`` difference means full predicted better)."""
     lines = []
     for arm, by in effects.items():
-        e = by["brier"]
-        if e["mean_diff"] is None:
-            lines.append(f"full vs {arm}: no paired results yet.")
-            continue
-        interval = ("no interval (fewer than 2 seeds)" if e["ci_low"] is None else
-                    f"95% CI [{e['ci_low']:+.4f}, {e['ci_high']:+.4f}]")
-        if e["excludes_zero"] and e["mean_diff"] > 0:
-            word = "full predicts better than"
-        elif e["excludes_zero"]:
-            word = "full predicts WORSE than"
-        else:
-            word = "no difference shown between full and"
-        p = "-" if e["p_value"] is None else f"{e['p_value']:.3g}"
-        lines.append(f"{word} {arm}: Brier {arm} - full = {e['mean_diff']:+.4f} over "
-                     f"{e['n']} seeds, {interval}, Wilcoxon p = {p}.")
+        ref = by["reference"]
+        keys = ["brier"] + (["time_to_parent_s"] if "time_to_parent_s" in by else [])
+        for key in keys:
+            e = by[key]
+            what = "Brier" if key == "brier" else "time to the parent's final level (s)"
+            if e["mean_diff"] is None:
+                lines.append(f"{ref} vs {arm}: no paired {what} yet.")
+                continue
+            interval = ("no interval (fewer than 2 seeds)" if e["ci_low"] is None else
+                        f"95% CI [{e['ci_low']:+.4g}, {e['ci_high']:+.4g}]")
+            if not e["excludes_zero"]:
+                word = f"no difference shown between {ref} and {arm} in"
+            elif e["mean_diff"] < 0:
+                word = f"{arm} is better than {ref} in"
+            else:
+                word = f"{arm} is WORSE than {ref} in"
+            p = "-" if e["p_value"] is None else f"{e['p_value']:.3g}"
+            lines.append(f"{word} {what}: {arm} - {ref} = {e['mean_diff']:+.4g} over "
+                         f"{e['n']} seeds, {interval}, Wilcoxon p = {p}.")
     return lines
 
 
@@ -183,8 +236,9 @@ def _effects_png(summary: dict[str, Any]) -> bytes:
         ax.plot([low, high], [i, i], color="tab:blue", linewidth=3)
         ax.plot([e["mean_diff"]], [i], "o", color="black")
     ax.axvline(0, color="grey", linestyle="--")
-    ax.set_yticks(range(len(arms)), [f"{a} - full" for a in arms])
-    ax.set_xlabel("paired difference in mean Brier (positive: full predicts better)")
+    ax.set_yticks(range(len(arms)),
+                  [f"{a} - {summary['effects'][a]['reference']}" for a in arms])
+    ax.set_xlabel("paired difference in mean Brier (positive: the reference predicts better)")
     ax.set_title("Effects on the primary measure, 95% bootstrap intervals")
     ax.grid(alpha=0.3, axis="x")
     return _png(fig)
@@ -212,11 +266,13 @@ def _effect_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     head = ["comparison", "measure", "pairs", "mean difference", "95% CI", "Wilcoxon p"]
     rows = []
     for arm, by in summary["effects"].items():
-        for key, label, _, _ in MEASURES:
+        for key, label, _, _ in MEASURES + TRANSFER:
+            if key not in by:
+                continue
             e = by[key]
             ci = "-" if e["ci_low"] is None else f"[{e['ci_low']:.4g}, {e['ci_high']:.4g}]"
-            rows.append([f"{arm} - full", label, str(e["n"]), _fmt(e["mean_diff"]), ci,
-                         _fmt(e["p_value"])])
+            rows.append([f"{arm} - {by['reference']}", label, str(e["n"]),
+                         _fmt(e["mean_diff"]), ci, _fmt(e["p_value"])])
     return head, rows
 
 
@@ -244,7 +300,7 @@ def _seed_text(seeds: list[int]) -> str:
 def _markdown(summary: dict[str, Any]) -> str:
     parts = ["# Golem lab report", "", _intro(summary), "", "## Verdict", "",
              *[f"- {v}" for v in summary["verdicts"]], "", "## Arms (means across seeds)", "",
-             _md_table(*_rows(summary)), "", "## Paired effects against full", "",
+             _md_table(*_rows(summary)), "", "## Paired effects (each arm minus its reference)", "",
              _md_table(*_effect_rows(summary)), "",
              "Plots: brier_curve.png (prediction quality over a life), effects.png.", ""]
     return "\n".join(parts)
@@ -280,7 +336,7 @@ img {{ max-width: 100%; }}
 <img alt="paired differences in Brier with 95% intervals" src="{img['effects']}">
 <h2>Arms (means across seeds)</h2>
 {_html_table(*_rows(summary))}
-<h2>Paired effects against full</h2>
+<h2>Paired effects (each arm minus its reference)</h2>
 {_html_table(*_effect_rows(summary))}
 </body></html>
 """

@@ -41,6 +41,9 @@ from golem.errors import GolemError, UsageError
 from golem.lab.arms import run_config
 from golem.lab.design import Design, Run
 from golem.lab.measures import measure_run
+from golem.lab.succession import PARENT_ARM, SUCCESSORS, shuffled
+from golem.mortality.death import read_death
+from golem.mortality.testament import load_testament, write_testament
 from golem.runtime.state import StateStore
 
 log = structlog.get_logger("golem.lab")
@@ -135,15 +138,15 @@ class LabRunner:
         old = signal.signal(signal.SIGTERM, self._on_sigterm) \
             if threading.current_thread() is threading.main_thread() else None
         try:
-            with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-                futures = {pool.submit(self._one, run, progress): run for run in todo}
-                while any(not f.done() for f in futures):
-                    time.sleep(POLL_S)
-                    bar.n = round(progress.total() / 3600, 2)
-                    bar.refresh()
-                for future, run in futures.items():
-                    if not future.result():
-                        failed.append(run)
+            first = [r for r in todo if r.arm not in SUCCESSORS]
+            failed += self._pool(first, progress, bar)
+            successors = [r for r in todo if r.arm in SUCCESSORS]
+            if successors:
+                parents = {r.seed for r in successors}
+                orphaned = {seed for seed in parents if not self._parent_died(seed)}
+                failed += [r for r in successors if r.seed in orphaned]
+                ready = [r for r in successors if r.seed not in orphaned]
+                failed += self._pool(ready, progress, bar)
         except KeyboardInterrupt:
             self.stop()
             raise
@@ -152,6 +155,56 @@ class LabRunner:
             if old is not None:
                 signal.signal(signal.SIGTERM, old)
         return failed
+
+    def _pool(self, runs: list[Run], progress: _Progress, bar: Any) -> list[Run]:
+        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            futures = {pool.submit(self._one, run, progress): run for run in runs}
+            while any(not f.done() for f in futures):
+                time.sleep(POLL_S)
+                bar.n = round(progress.total() / 3600, 2)
+                bar.refresh()
+            return [run for future, run in futures.items() if not future.result()]
+
+    def _parent_died(self, seed: int) -> bool:
+        """The parent of ``seed`` (the full arm's life) measured and dead, its testament
+        written; runs `golem die` when it is not dead yet. False (reported) when the
+        parent has no result or its death failed."""
+        parent = Run(PARENT_ARM, seed)
+        path = run_dir(self.lab, parent)
+        if read_result(self.lab, parent) is None:
+            self.out.write(f"lab: the successors of seed {seed} wait for {parent.key}, which "
+                           "has not finished\n")
+            return False
+        config = load_config(path / "bardo.toml")
+        if read_death(config.data_dir) is None:
+            with (path / "run.log").open("ab") as log_file:
+                code = subprocess.run(
+                    [sys.executable, "-m", "golem", "die", "--config",
+                     str(path / "bardo.toml"), "--reason", "lab: end of life"],
+                    stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    env=_child_env(), check=False).returncode
+            if code != 0:
+                self.out.write(f"lab: the death of {parent.key} failed (exit {code}); see "
+                               f"{path / 'run.log'}\n")
+                return False
+        return read_death(config.data_dir) is not None
+
+    def _inherit(self, run: Run) -> list[str]:
+        """``--inherit PATH`` for a successor arm that inherits, else nothing."""
+        kind = SUCCESSORS.get(run.arm)
+        if kind is None:
+            return []
+        parent = load_config(run_dir(self.lab, Run(PARENT_ARM, run.seed)) / "bardo.toml")
+        death = read_death(parent.data_dir)
+        if death is None or not death.testament_path:
+            raise UsageError(f"{run.key}: its parent left no testament")
+        source = Path(death.testament_path)
+        if kind == "as written":
+            return ["--inherit", str(source)]
+        target = run_dir(self.lab, run) / "inherit.json"
+        if not target.exists():
+            write_testament(target, shuffled(load_testament(source), run.seed))
+        return ["--inherit", str(target)]
 
     def stop(self) -> None:
         """SIGTERM every running golem and wait for them (they resume on the next run)."""
@@ -177,7 +230,7 @@ class LabRunner:
         config = load_config(path / "bardo.toml")
         birth = config.clock.start.timestamp()
         argv = [sys.executable, "-m", "golem", "run", "--config", str(path / "bardo.toml"),
-                "--stop-at", f"{self.design.life_s:g}s"]
+                "--stop-at", f"{self.design.life_s:g}s", *self._inherit(run)]
         started = time.monotonic()
         with (path / "run.log").open("ab") as log_file:
             child = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT,

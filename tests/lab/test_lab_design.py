@@ -9,6 +9,7 @@ from golem.errors import UsageError
 from golem.lab.arms import arm_names, load_arm, load_base, merged, run_config
 from golem.lab.design import Run, design, parse_seeds
 from golem.lab.effects import paired_effect
+from golem.lab.succession import market_seed
 
 
 @pytest.mark.parametrize(("text", "seeds"), [
@@ -46,7 +47,7 @@ def test_overlays_merge_key_by_key_and_every_shipped_arm_makes_a_valid_config(
         description, _ = load_arm(arm)
         assert description
         config = parse_config(run_config(base, Run(arm, 5), tmp_path / arm))
-        assert config.golem.seed == 5
+        assert config.golem.seed == market_seed(arm, 5)
         assert config.data_dir == (tmp_path / arm / "data").resolve()
         assert config.theta_context.memory is (arm != "no-memory")
     with pytest.raises(UsageError, match="unknown arm"):
