@@ -255,6 +255,10 @@ class ConsolidationSection:
     memory_rewrite: bool = True
     # Decisions scored at least this well count as a useful recall of what they cited.
     useful_quality: float = field(default=0.5, metadata=_check(ge=0, le=1))
+    # Off: nothing is forgotten (no confidence decay or eviction of entries, no curator
+    # archive or prune, no episode retention). Memory grows without bound; the lab's
+    # no-forgetting arm.
+    forgetting: bool = True
     # Forgetting episodes (consolidated ones only; what facts rest on is kept): older
     # than episode_horizon_days go, reverts and action outcomes after
     # failure_horizon_days, salient or cited ones after salient_horizon_days; past

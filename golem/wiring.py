@@ -75,7 +75,7 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
         ctx.registry.register("delta", vitality)
     cons = ctx.config.consolidation
     maintenance = GrimoireMaintenance(
-        grimoire, optimize_every=cons.optimize_every, decay=not cons.enabled,
+        grimoire, optimize_every=cons.optimize_every, decay=not cons.enabled and cons.forgetting,
         disk_cap_bytes=cons.disk_cap_mb << 20, version_retention_s=cons.version_retention_s,
         scheduled=True)
     if cons.enabled:

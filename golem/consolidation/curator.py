@@ -74,6 +74,7 @@ class CuratorParams:
     playbook_min_confidence: float = 0.70  # and this (decayed) confidence (seed 000)
     max_proposals: int = 10  # heuristics proposed per cycle
     anti_knowledge_floor: float = 0.30
+    forget: bool = True  # False: no entry is ever archived or pruned (consolidation.forgetting)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -133,6 +134,9 @@ def classify(entry: SemanticEntry, view: CycleView, params: CuratorParams) -> De
     if entry.anchored and action in (Action.ARCHIVE, Action.PRUNE):
         action, rule, reason = (Action.KEEP, "anchored",
                                 f"anchored: exempt from decay and pruning (else {reason})")
+    elif not params.forget and action in (Action.ARCHIVE, Action.PRUNE):
+        action, rule, reason = (Action.KEEP, "no-forgetting",
+                                f"forgetting is off (else {reason})")
     return Decision(entry.id, action, rule, reason)
 
 

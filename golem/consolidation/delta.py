@@ -33,6 +33,7 @@ from golem.grimoire.records import EntryType, FactKind, Status
 from golem.runtime.handlers import TickContext, TickCounters
 from golem.runtime.state import StateStore, connect_durable, durable_write
 
+from .curator import CuratorParams
 from .curator_cycle import CuratorCycle
 from .dream_cycle import DreamCycle, DreamSettings
 from .engine import ConsolidationEngine, EngineParams
@@ -212,7 +213,7 @@ async def open_delta(config: Config, grimoire: Grimoire,
         grimoire, state_dir, events=events, assist=assist, params=EngineParams(
             replay=ReplayParams(batch_size=cons.replay_budget,
                                 recent_fraction=cons.recent_share),
-            seed=config.golem.seed)))
+            seed=config.golem.seed, decay=cons.forgetting)))
     stack.callback(engine.close)
     lab = None
     if cons.loop3:
@@ -240,9 +241,13 @@ async def open_delta(config: Config, grimoire: Grimoire,
         engine=engine,
         feedback=RecallFeedback(grimoire, JournalReader(journal_path),
                                 useful_quality=cons.useful_quality),
-        curator=CuratorCycle(grimoire, events=events, every=cons.curator_every),
+        curator=CuratorCycle(grimoire, events=events, every=cons.curator_every,
+                             params=CuratorParams(
+                                 anti_knowledge_floor=grimoire.cfg.anti_knowledge_floor,
+                                 quarantine_confidence=grimoire.cfg.quarantine_confidence,
+                                 forget=cons.forgetting)),
         dreams=dreams, memory=memory, maintenance=maintenance, cursors=cursors, assist=assist,
-        retention=EpisodeRetention(
+        retention=None if not cons.forgetting else EpisodeRetention(
             grimoire, cursor=engine.cursor, journal=JournalReader(journal_path),
             every=cons.retention_every, params=RetentionParams(
                 horizon_s=cons.episode_horizon_days * DAY_S,

@@ -30,6 +30,7 @@ from golem.consolidation import clusters, extract, replay, verify
 from golem.consolidation.baselines import pool_of, regime_of
 from golem.consolidation.facts import FactCandidate, merge
 from golem.events import ConsolidationCompleted, EventBus
+from golem.grimoire.decay import DecayReport
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import (
     Episode,
@@ -66,6 +67,7 @@ class EngineParams:
     max_window_s: float = 86400.0  # rate and lag statistics look at most this far back
     reinforce_step: float = 0.1  # confidence moves this share of the way to 1 per sighting
     seed: int = 0
+    decay: bool = True  # False: entries never decay or fade out (consolidation.forgetting)
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ class ConsolidationEngine:
         assisted = self.assist is not None and await self.assist(
             tick, now, groups, {e.id: e for e in replayed})
         await g.mark_episodes(verified=newly, replayed=replay_ids)
-        decay = await g.apply_decay()
+        decay = await g.apply_decay() if p.decay else DecayReport(0, 0)
         if new:
             await anyio.to_thread.run_sync(self._commit_cursor, upto, now)
         report = ConsolidationReport(

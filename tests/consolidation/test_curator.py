@@ -136,7 +136,7 @@ def test_other_namespaces_and_pruned_entries_get_no_verdict() -> None:
        age=st.floats(0, 400 * DAY), idle=st.floats(0, 1), conf=st.floats(0, 1),
        anti=st.booleans(), dream=st.booleans(), source=st.sampled_from(list(Source)),
        importance=st.floats(0, 1), decay=st.sampled_from(list(DecayClass)))
-def test_anchored_entries_are_never_archived_or_pruned(
+def test_anchored_entries_and_a_golem_without_forgetting_never_archive_or_prune(
         status: Status, age: float, idle: float, conf: float, anti: bool, dream: bool,
         source: Source, importance: float, decay: DecayClass) -> None:
     e = entry(status=status, created_at=NOW - age, last_accessed=NOW - age * idle,
@@ -153,6 +153,13 @@ def test_anchored_entries_are_never_archived_or_pruned(
     assert plain is not None
     if anchored.rule == "anchored":  # overridden: the reason says what it would have been
         assert anchored.reason.startswith("anchored: exempt from decay and pruning (else ")
+    kept = classify(e, v, replace(P, forget=False))  # consolidation.forgetting off
+    assert kept is not None and kept.action in (Action.KEEP, Action.PROMOTE)
+    if plain.action in (Action.ARCHIVE, Action.PRUNE):
+        assert (kept.rule, kept.reason) == ("no-forgetting",
+                                            f"forgetting is off (else {plain.reason})")
+    else:
+        assert kept == plain
 
 
 # --- the staged gate --------------------------------------------------------------------

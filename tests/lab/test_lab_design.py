@@ -50,6 +50,7 @@ def test_overlays_merge_key_by_key_and_every_shipped_arm_makes_a_valid_config(
         assert config.golem.seed == market_seed(arm, 5)
         assert config.data_dir == (tmp_path / arm / "data").resolve()
         assert config.theta_context.memory is (arm != "no-memory")
+        assert config.consolidation.forgetting is (arm != "no-forgetting")
     with pytest.raises(UsageError, match="unknown arm"):
         load_arm("telepathy")
 

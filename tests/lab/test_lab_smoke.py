@@ -16,6 +16,8 @@ from golem.lab.design import PRESETS
 from ..conftest import REPO, run_golem
 
 MODEL = str(REPO / "models" / "all-minilm-l6-v2-int8")
+# four golem lives in child processes: minutes on a loaded 2-core machine
+pytestmark = pytest.mark.timeout(600)
 
 
 def journal_briers(data_dir: Path) -> list[float]:

@@ -82,6 +82,7 @@ def test_successors_live_on_the_next_market() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_succession_arms_end_to_end(tmp_path: Path) -> None:
     """The parent (full, seed 1) is measured, dies and leaves a testament; fresh inherits
     nothing, testament inherits it as written, shuffled-testament the shuffled copy; all
