@@ -259,6 +259,11 @@ class ConsolidationSection:
     # archive or prune, no episode retention). Memory grows without bound; the lab's
     # no-forgetting arm.
     forgetting: bool = True
+    # On (with forgetting on): each pass that forgets keeps its count but draws what it
+    # forgets at random (entries for decay and the curator, scanned episodes for
+    # retention), seeded by golem.seed: memory of the size the golem's own forgetting
+    # keeps, chosen blindly. The lab's random-eviction arm.
+    forget_at_random: bool = False
     # Forgetting episodes (consolidated ones only; what facts rest on is kept): older
     # than episode_horizon_days go, reverts and action outcomes after
     # failure_horizon_days, salient or cited ones after salient_horizon_days; past
@@ -477,6 +482,9 @@ def _cross_checks(cfg: Config) -> None:
     if g.namespace and not _NAMESPACE.fullmatch(g.namespace):
         raise ConfigError(f"grimoire.namespace: {g.namespace!r} is not a valid namespace "
                           "(letters, digits, '-', '_', '.'; 1-64 characters)")
+    if cfg.consolidation.forget_at_random and not cfg.consolidation.forgetting:
+        raise ConfigError("consolidation.forget_at_random: needs consolidation.forgetting "
+                          "on (it draws what each forgetting pass forgets)")
     _check_chain(cfg.chain)
     _check_cognition(cfg)
     _check_mortality(cfg)

@@ -91,6 +91,8 @@ def test_empty_file_gives_defaults() -> None:
         ("[gamma]\ninterval_s = 60\nbackoff_max_s = 30",
          "gamma.backoff_max_s: must be 0 (no backoff) or >= gamma.interval_s (60), got 30"),
         ("[gamma]\ninterval_s = nan", "gamma.interval_s: must be a finite number, got nan"),
+        ("[consolidation]\nforgetting = false\nforget_at_random = true",
+         "consolidation.forget_at_random: needs consolidation.forgetting on"),
     ],
 )
 def test_bad_values_name_the_key_and_expectation(text: str, message: str) -> None:

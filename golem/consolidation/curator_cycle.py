@@ -41,7 +41,7 @@ from golem.consolidation.curator import (
 )
 from golem.consolidation.curator_signals import Scope, effective_confidence, merged_into
 from golem.events import CuratorCycleComplete, EventBus, GrimoireForget
-from golem.grimoire.decay import half_lives_from_config
+from golem.grimoire.decay import Pick, half_lives_from_config, seeded_pick
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.memory_file import WriterBusy
 from golem.grimoire.records import DecayClass, SemanticEntry, Status
@@ -105,6 +105,31 @@ class CuratorReport:
                 "heuristics": self.heuristics_proposed}
 
 
+def at_random(plan: CyclePlan, snap: Snapshot, namespace: str, pick: Pick) -> CyclePlan:
+    """The plan with its archive and prune verdicts replaced by as many drawn by ``pick``:
+    archives among this golem's unanchored active entries, prunes among its unanchored
+    active and archived ones, none that another verdict or a merge already touches."""
+    forgetting = [d for d in plan.decisions if d.action in (Action.ARCHIVE, Action.PRUNE)]
+    if not forgetting:
+        return plan
+    others = [d for d in plan.decisions if d.action not in (Action.ARCHIVE, Action.PRUNE)]
+    taken = {d.entry_id for d in others} | {m.absorbed_id for m in plan.merges}
+    mine = [e for e in snap.entries if e.namespace == namespace and not e.anchored]
+    drawn: list[Decision] = []
+    for action, statuses in ((Action.ARCHIVE, (Status.ACTIVE,)),
+                             (Action.PRUNE, (Status.ACTIVE, Status.ARCHIVED))):
+        count = sum(d.action == action for d in forgetting)
+        if not count:
+            continue
+        pool = [e.id for e in mine if e.status in statuses and e.id not in taken]
+        for entry_id in pick(pool, count):
+            taken.add(entry_id)
+            drawn.append(Decision(entry_id, action, "at-random",
+                                  f"drawn at random in place of {count} {action.value} "
+                                  "verdict(s) (random forgetting)"))
+    return replace(plan, decisions=others + drawn)
+
+
 def plan_cycle(snap: Snapshot, playbook_text: str, *, now: float, namespace: str,
                params: CuratorParams, half_lives: Mapping[DecayClass, float] | None,
                scope: Scope) -> CyclePlan:
@@ -142,7 +167,12 @@ class CuratorCycle:
                  every: int = 50,
                  params: CuratorParams | None = None,
                  half_lives: Mapping[DecayClass, float] | None = None,
-                 scope: Scope | None = None) -> None:
+                 scope: Scope | None = None, at_random: bool = False,
+                 seed: int = 0) -> None:
+        """``at_random``: each cycle archives and prunes as many entries as its verdicts
+        name, drawn at random among this golem's unanchored active (archive) or active
+        and archived (prune) entries, seeded by ``seed`` and the tick (random
+        forgetting)."""
         if every < 1:
             raise ValueError(f"curator every: must be >= 1 tick, got {every}")
         self.grimoire = grimoire
@@ -154,6 +184,8 @@ class CuratorCycle:
         self.half_lives = half_lives or half_lives_from_config(grimoire.cfg)
         self.scope = scope or Scope()
         self.namespace = grimoire.namespace
+        self.at_random = at_random
+        self.seed = seed
 
     def due(self, tick: int) -> bool:
         """Every ``every`` Delta ticks (ticks count from 1: 50, 100, ...)."""
@@ -163,6 +195,8 @@ class CuratorCycle:
         started = time.perf_counter()
         snap = await self.read()
         plan = await self.plan(snap, now)
+        if self.at_random:
+            plan = at_random(plan, snap, self.namespace, seeded_pick(f"curator-{self.seed}-{tick}"))
         done = await self.apply(snap, plan, tick, now)
         number = await self._propose(plan.proposals, tick, now)
         counts = Counter(d.action for d in done.decisions)

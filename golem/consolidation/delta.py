@@ -213,7 +213,8 @@ async def open_delta(config: Config, grimoire: Grimoire,
         grimoire, state_dir, events=events, assist=assist, params=EngineParams(
             replay=ReplayParams(batch_size=cons.replay_budget,
                                 recent_fraction=cons.recent_share),
-            seed=config.golem.seed, decay=cons.forgetting)))
+            seed=config.golem.seed, decay=cons.forgetting,
+            forget_at_random=cons.forget_at_random)))
     stack.callback(engine.close)
     lab = None
     if cons.loop3:
@@ -245,7 +246,8 @@ async def open_delta(config: Config, grimoire: Grimoire,
                              params=CuratorParams(
                                  anti_knowledge_floor=grimoire.cfg.anti_knowledge_floor,
                                  quarantine_confidence=grimoire.cfg.quarantine_confidence,
-                                 forget=cons.forgetting)),
+                                 forget=cons.forgetting),
+                             at_random=cons.forget_at_random, seed=config.golem.seed),
         dreams=dreams, memory=memory, maintenance=maintenance, cursors=cursors, assist=assist,
         retention=None if not cons.forgetting else EpisodeRetention(
             grimoire, cursor=engine.cursor, journal=JournalReader(journal_path),
@@ -253,4 +255,5 @@ async def open_delta(config: Config, grimoire: Grimoire,
                 horizon_s=cons.episode_horizon_days * DAY_S,
                 failure_horizon_s=cons.failure_horizon_days * DAY_S,
                 salient_horizon_s=cons.salient_horizon_days * DAY_S,
-                max_episodes=cons.max_episodes, max_per_run=cons.retention_max_per_run)))
+                max_episodes=cons.max_episodes, max_per_run=cons.retention_max_per_run),
+            at_random=cons.forget_at_random, seed=config.golem.seed))

@@ -30,7 +30,7 @@ from golem.consolidation import clusters, extract, replay, verify
 from golem.consolidation.baselines import pool_of, regime_of
 from golem.consolidation.facts import FactCandidate, merge
 from golem.events import ConsolidationCompleted, EventBus
-from golem.grimoire.decay import DecayReport
+from golem.grimoire.decay import DecayReport, seeded_pick
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import (
     Episode,
@@ -68,6 +68,7 @@ class EngineParams:
     reinforce_step: float = 0.1  # confidence moves this share of the way to 1 per sighting
     seed: int = 0
     decay: bool = True  # False: entries never decay or fade out (consolidation.forgetting)
+    forget_at_random: bool = False  # decay forgets as many, drawn at random
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,8 @@ class ConsolidationEngine:
         assisted = self.assist is not None and await self.assist(
             tick, now, groups, {e.id: e for e in replayed})
         await g.mark_episodes(verified=newly, replayed=replay_ids)
-        decay = await g.apply_decay() if p.decay else DecayReport(0, 0)
+        pick = seeded_pick(f"decay-{p.seed}-{tick}") if p.forget_at_random else None
+        decay = await g.apply_decay(pick) if p.decay else DecayReport(0, 0)
         if new:
             await anyio.to_thread.run_sync(self._commit_cursor, upto, now)
         report = ConsolidationReport(

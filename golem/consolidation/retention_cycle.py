@@ -21,13 +21,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import anyio.to_thread
 import structlog
 
 from golem.cognition.journal import JournalReader
 from golem.consolidation import retention as rt
+from golem.grimoire.decay import seeded_pick
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import Episode, Status
 
@@ -78,7 +79,11 @@ class EpisodeRetention:
                  journal: JournalReader | None = None,
                  params: rt.RetentionParams | None = None, every: int = 1,
                  batch: int = 500, scan_limit: int = 250_000,
-                 timer: Callable[[], float] = time.perf_counter) -> None:
+                 timer: Callable[[], float] = time.perf_counter, at_random: bool = False,
+                 seed: int = 0) -> None:
+        """``at_random``: each run forgets as many episodes as its plan names, drawn at
+        random among the episodes it scanned, seeded by ``seed`` and the tick (random
+        forgetting)."""
         if every < 1 or batch < 1 or scan_limit < 1:
             raise ValueError("every, batch and scan_limit must be >= 1")
         self.grimoire = grimoire
@@ -89,6 +94,8 @@ class EpisodeRetention:
         self._cursor = cursor
         self._journal = journal
         self._timer = timer
+        self.at_random = at_random
+        self.seed = seed
         self._cited: dict[str, float] = {}  # episode id -> newest citing decision's time
         self._journal_tick = -1
 
@@ -108,6 +115,11 @@ class EpisodeRetention:
         del snap  # the whole episodes: the plan reads only their facts
         plan = await anyio.to_thread.run_sync(
             lambda: rt.plan(seen, now, self.params, keep, total=total))
+        if self.at_random and plan.forget:
+            pick = seeded_pick(f"retention-{self.seed}-{tick}")
+            reason = f"at random in place of {len(plan.forget)} (random forgetting)"
+            plan = replace(plan, forget=[rt.Forget(i, reason) for i in
+                                         pick([e.id for e in seen], len(plan.forget))])
         forgotten = 0
         for reason, ids in rt.by_reason(plan.forget).items():
             for start in range(0, len(ids), self.batch):

@@ -24,7 +24,8 @@ the floor is held where it is: lifting it would make an untrusted warning look s
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -205,6 +206,22 @@ def plan_decay(
     return plan
 
 
+# Random forgetting (the lab's random-eviction arm): given the ids that may be forgotten
+# and how many a forgetting pass chose, the ids to forget instead.
+Pick = Callable[[Sequence[str], int], list[str]]
+
+
+def seeded_pick(seed: str) -> Pick:
+    """A Pick drawing uniformly without replacement from a generator seeded by ``seed``
+    (same seed, same pool, same draws)."""
+    rng = random.Random(seed)  # noqa: S311 - an experiment's control, not a secret
+
+    def pick(pool: Sequence[str], count: int) -> list[str]:
+        return rng.sample(sorted(pool), min(count, len(pool)))
+
+    return pick
+
+
 @dataclass(frozen=True)
 class DecayReport:
     decayed: int
@@ -222,14 +239,21 @@ class DecayTarget(Protocol):
 
 
 def plan_and_apply_decay(store: DecayTarget, section: GrimoireSection, namespace: str,
-                         now: float) -> DecayReport:
-    """Run one pass on a store: plan (pure) then write confidences and forget the evicted."""
+                         now: float, pick: Pick | None = None) -> DecayReport:
+    """Run one pass on a store: plan (pure) then write confidences and forget the evicted.
+    ``pick``: as many entries as decay would evict are forgotten, drawn by ``pick`` from
+    every entry of the pass that is not anchored (random forgetting)."""
     entries = [e for e in store.iter_all() if e.namespace == namespace
                and e.status in (Status.ACTIVE, Status.STAGED, Status.ARCHIVED)]
     plan = plan_decay(entries, now, half_lives_from_config(section),
                       section.anti_knowledge_floor, section.eviction_threshold)
     if plan.updates:
         store.update_confidence(plan.updates, now)
+    if pick is not None and plan.evict:
+        faded = len(plan.evict)
+        plan.evict[:] = pick([e.id for e in entries if not e.anchored], faded)
+        for entry_id in plan.evict:
+            plan.reasons[entry_id] = f"at random, in place of {faded} faded (random forgetting)"
     for entry_id in plan.evict:
         store.forget([entry_id], f"decay: {plan.reasons[entry_id]}", now)
     return DecayReport(decayed=len(plan.updates), forgotten=len(plan.evict),

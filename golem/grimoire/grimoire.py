@@ -42,7 +42,7 @@ from golem.events import (
 )
 from golem.grimoire import recall as rc
 from golem.grimoire.agent_memory import render_recall
-from golem.grimoire.decay import DecayReport, plan_and_apply_decay
+from golem.grimoire.decay import DecayReport, Pick, plan_and_apply_decay
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.episode_files import EPISODES_DIR
 from golem.grimoire.episodes import EpisodeStore
@@ -505,11 +505,12 @@ class Grimoire(KnowledgeMaintenance):
         await self._store(self._semantic.reinforce, id, self._now(), delta, useful,
                           self.cfg.anti_knowledge_floor)
 
-    async def apply_decay(self) -> DecayReport:
+    async def apply_decay(self, pick: Pick | None = None) -> DecayReport:
         """Ebbinghaus decay over this golem's entries; entries that fade below the
-        eviction threshold are forgotten (soft, logged with the reason)."""
+        eviction threshold are forgotten (soft, logged with the reason). ``pick``: as many
+        are forgotten, drawn at random instead (decay.plan_and_apply_decay)."""
         report = await self._store(plan_and_apply_decay, self._semantic, self.cfg,
-                                   self.namespace, self._now())
+                                   self.namespace, self._now(), pick)
         if report.forgotten:
             log.info("memories forgotten by decay", count=report.forgotten,
                      namespace=self.namespace)

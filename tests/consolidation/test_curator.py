@@ -3,6 +3,7 @@ staged gate, anchored entries, near-duplicates, cross-references and playbook pr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -15,18 +16,21 @@ from golem.consolidation.curator import (
     Action,
     CuratorParams,
     CycleView,
+    Decision,
     Quarantine,
     classify,
     classify_all,
 )
 from golem.consolidation.curator_compress import (
     RELATED,
+    Merge,
     apply_patch,
     cross_references,
     find_duplicates,
     fold,
     strength,
 )
+from golem.consolidation.curator_cycle import CyclePlan, Snapshot, at_random
 from golem.consolidation.curator_playbook import (
     NO_RULES,
     SECTION,
@@ -419,3 +423,35 @@ def test_duplicate_merges_keep_their_invariants(
         a, b = vecs[keeper.id], vecs[gone.id]
         cos = float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
         assert cos >= P.duplicate_cosine - 1e-6 or keeper.fact.get("key") == gone.fact["key"]
+
+
+# --- random forgetting (the lab's random-eviction arm) ----------------------------------
+
+def test_random_forgetting_moves_archive_and_prune_verdicts_to_drawn_entries() -> None:
+    """As many archives and prunes as the verdicts named, drawn from the right statuses,
+    never an anchored entry or one another verdict or a merge touches."""
+    entries = [entry(f"a{i}") for i in range(6)]
+    entries += [entry("arch", status=Status.ARCHIVED), entry("pin", anchored=True),
+                entry("other", namespace="someone-else")]
+    verdicts = [Decision("a0", Action.ARCHIVE, "idle", "idle"),
+                Decision("a1", Action.PRUNE, "faded", "faded"),
+                Decision("a2", Action.PROMOTE, "staged", "validated")]
+    merge = Merge(keeper_id="a4", absorbed_id="a3", reason="near-duplicate")
+    plan = CyclePlan([merge], [], verdicts, [], kept=3)
+    pools: dict[int, list[str]] = {}
+
+    def pick(pool: Sequence[str], count: int) -> list[str]:
+        pools[len(pools)] = sorted(pool)
+        return sorted(pool)[-count:]
+
+    moved = at_random(plan, Snapshot(entries, {}, {}), NS, pick)
+    assert moved.merges == plan.merges and moved.kept == 3
+    assert pools[0] == ["a0", "a1", "a4", "a5"]  # archive: active, not promoted/absorbed
+    assert pools[1] == ["a0", "a1", "a4", "arch"]  # prune: active or archived, not taken
+    by_action = {d.action: d for d in moved.decisions}
+    assert by_action[Action.PROMOTE] == verdicts[2]
+    assert by_action[Action.ARCHIVE].entry_id == "a5"
+    assert by_action[Action.PRUNE].entry_id == "arch"
+    assert {d.rule for d in moved.decisions if d.action != Action.PROMOTE} == {"at-random"}
+    nothing = CyclePlan([], [], [verdicts[2]], [], kept=1)
+    assert at_random(nothing, Snapshot(entries, {}, {}), NS, pick) is nothing

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,6 +14,7 @@ import pytest
 
 from golem.config import Config, load_config
 from golem.events import EventBus
+from golem.grimoire.decay import seeded_pick
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.errors import InvalidMemory, NamespaceRefused, SignatureMismatch
 from golem.grimoire.grimoire import Grimoire
@@ -331,6 +332,50 @@ def test_reinforcement_raises_confidence_and_decay_forgets_with_a_log(
         assert [r.entry_id for r in log] == [fading.id] and "decay" in log[0].reason
 
     with_grimoire(cfg, embedder, body, now=clock)
+
+
+def test_random_forgetting_forgets_as_many_as_decay_would_drawn_from_the_unanchored(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    """apply_decay(pick): decay still lowers confidences, but the one entry that faded out
+    is replaced by what ``pick`` draws from every unanchored entry of the pass."""
+    cfg = write_config(tmp_path, model_dir)
+    clock = Clock()
+    pools: list[list[str]] = []
+
+    def pick(pool: Sequence[str], count: int) -> list[str]:
+        pools.append(sorted(pool))
+        return [kept_id] * count
+
+    async def body(g: Grimoire) -> None:
+        nonlocal kept_id
+        kept = await g.remember("Uniswap v2 pools charge a 0.3% swap fee",
+                                decay_class="structural", confidence=0.6)
+        kept_id = kept.id
+        fading = await g.remember("Gas is 14 gwei right now", decay_class="ephemeral",
+                                  confidence=0.6)
+        anchor = await g.remember("Never approve unlimited allowances", anchored=True)
+        clock.t = NOW + 10 * DAY
+        report = await g.apply_decay(pick)
+        assert (report.forgotten, report.forgotten_ids) == (1, (kept.id,))
+        assert pools == [sorted([kept.id, fading.id])]  # the anchored one is never drawn
+        assert (await g.get(kept.id)).status is Status.PRUNED  # type: ignore[union-attr]
+        survivor = await g.get(fading.id)
+        assert survivor.status is Status.ACTIVE  # type: ignore[union-attr]
+        assert survivor.confidence < 0.6  # type: ignore[union-attr]
+        assert (await g.get(anchor.id)).status is Status.ACTIVE  # type: ignore[union-attr]
+        assert "at random" in g._semantic.forget_log(1)[0].reason
+
+    kept_id = ""
+    with_grimoire(cfg, embedder, body, now=clock)
+
+
+def test_seeded_pick_is_reproducible_and_never_draws_more_than_the_pool() -> None:
+    pool = [f"e{i}" for i in range(50)]
+    first = seeded_pick("decay-7-3")(pool, 5)
+    assert first == seeded_pick("decay-7-3")(list(reversed(pool)), 5)
+    assert len(set(first)) == 5 and set(first) <= set(pool)
+    assert first != seeded_pick("decay-7-4")(pool, 5)
+    assert sorted(seeded_pick("x")(pool[:3], 10)) == pool[:3]
 
 
 def test_working_memory_note_is_recallable_at_once(tmp_path: Path, model_dir: Path,
