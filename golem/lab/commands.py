@@ -7,9 +7,12 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from golem.errors import EXIT_FAILURE, EXIT_OK, UsageError
+import tomli_w
+
+from golem.config import Config, parse_config
+from golem.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 from golem.lab.arms import arm_names, load_arm, load_base
-from golem.lab.design import PRESETS, design, parse_seeds
+from golem.lab.design import PRESETS, Design, design, parse_seeds
 from golem.lab.report import write_report
 from golem.lab.runner import LabRunner, fix_design, load_design
 from golem.runtime.duration import parse_duration
@@ -48,6 +51,9 @@ def add_lab_parser(sub: Any) -> None:
                           "bardo.toml: simulated chain, offline cognition)")
     run.add_argument("--model-dir", type=Path, metavar="DIR",
                      help="the embedding model dir for every run (default: the base's)")
+    run.add_argument("--yes", action="store_true",
+                     help="with a base whose cognition is the Anthropic tier: accept the "
+                          "printed cost estimate and start (without it the lab stops there)")
     report = verbs.add_parser(
         "report", help="write the report of a lab directory",
         description="Write OUT/report/report.html (self-contained: plots inline, no "
@@ -56,6 +62,23 @@ def add_lab_parser(sub: Any) -> None:
     report.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
                         help="the lab directory (default: %(default)s)")
     verbs.add_parser("arms", help="list the arms and what each changes")
+
+
+def cost_estimate(config: Config, chosen: Design) -> str:
+    """What a design may spend on the model: an upper bound from the spend ledger's
+    lifetime cap per golem, and an estimate of one cheap-tier call per Theta tick with a
+    full workspace in and the tier's whole token allowance out."""
+    c = config.cognition
+    runs = len(chosen.runs)
+    ticks = chosen.life_s / config.theta.interval_s
+    per_call = (config.theta_context.total_budget * c.prices_t1[0]
+                + c.max_tokens_t1 * c.prices_t1[1]) / 1e6
+    estimate = runs * ticks * per_call
+    cap = runs * min(c.lifetime_cap_usd, c.daily_cap_usd * max(1.0, chosen.life_s / 86400))
+    return (f"lab: the Anthropic tier decides: {runs} lives x {ticks:.0f} Theta ticks; "
+            f"estimate ${estimate:,.2f} at one {c.model_t1} call a tick "
+            f"(${per_call:.4f} each); at most ${cap:,.2f} (each golem's spend ledger caps "
+            f"it at ${c.daily_cap_usd:g} a day and ${c.lifetime_cap_usd:g} a life)")
 
 
 def run_lab_command(args: argparse.Namespace, out: TextIO) -> int:
@@ -78,6 +101,12 @@ def run_lab_command(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("--jobs must be at least 1")
     chosen = design(args.preset, arms=arms, seeds=args.seeds, life_s=life)
     base = load_base(args.base, args.model_dir)
+    config = parse_config(tomli_w.dumps(base))
+    if config.cognition.provider == "anthropic":
+        out.write(cost_estimate(config, chosen) + "\n")
+        if not args.yes:
+            out.write("lab: not started; run again with --yes to accept the cost\n")
+            return EXIT_USAGE
     fix_design(args.out, chosen, base)
     runner = LabRunner(args.out, chosen, base, args.jobs, out)
     try:

@@ -30,8 +30,9 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     "smoke": Preset("smoke", ("full", "no-memory"), (1, 2), 10 * 60.0,
                     "2 arms x 2 seeds x 10 golem minutes: the lab's own check (a minute)"),
-    "full": Preset("full", ("full", "no-memory"), tuple(range(1, 11)), 6 * 3600.0,
-                   "every arm x 10 seeds x 6 golem hours"),
+    "full": Preset("full", ("full", "no-memory", "no-forgetting", "random-eviction", "fresh",
+                            "testament", "shuffled-testament"), tuple(range(1, 11)),
+                   6 * 3600.0, "every arm x 10 seeds x 6 golem hours"),
 }
 
 

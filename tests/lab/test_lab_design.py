@@ -11,6 +11,8 @@ from golem.lab.design import Run, design, parse_seeds
 from golem.lab.effects import paired_effect
 from golem.lab.succession import market_seed
 
+from ..conftest import run_golem
+
 
 @pytest.mark.parametrize(("text", "seeds"), [
     ("1-10", tuple(range(1, 11))), ("1000-1009", tuple(range(1000, 1010))),
@@ -73,3 +75,17 @@ def test_paired_effects() -> None:
     partial = paired_effect({1: 0.2, 2: None, 3: 0.5}, {1: 0.1, 2: 0.3})
     assert (partial.n, partial.unpaired, partial.ci_low) == (1, 2, None)
     assert paired_effect({}, {}).mean_diff is None
+
+
+def test_a_lab_on_the_anthropic_tier_prints_its_cost_and_waits_for_yes(tmp_path) -> None:
+    base = tmp_path / "base.toml"
+    base.write_text('[cognition]\nprovider = "anthropic"\nbase_url = "http://127.0.0.1:9"\n')
+    done = run_golem("lab", "run", "--base", str(base), "--out", str(tmp_path / "lab"),
+                     "--seeds", "1-3", "--life", "1h", timeout=60)
+    assert done.returncode == 64, done.stderr
+    # 2 arms x 3 seeds x 60 Theta ticks, 8000 tokens in at $1/M and 1024 out at $5/M
+    per_call = (8000 * 1.0 + 1024 * 5.0) / 1e6
+    assert f"estimate ${6 * 60 * per_call:,.2f}" in done.stdout
+    assert "6 lives x 60 Theta ticks" in done.stdout
+    assert "run again with --yes" in done.stdout
+    assert not (tmp_path / "lab").exists()  # nothing was started or written
