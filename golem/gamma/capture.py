@@ -330,3 +330,22 @@ def _load_beliefs(path: Path) -> BeliefState:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log.warning("beliefs unreadable; starting fresh", path=str(path), error=str(exc))
         return BeliefState()
+
+
+def read_ground_truth(data_dir: Path) -> list[tuple[float, str]]:
+    """The simulated market's regime switches written so far, (golem time, regime),
+    oldest first; empty for a chain that is not simulated or before the first write.
+    A line that does not parse is skipped."""
+    path = data_dir / CHAIN_DIR / GROUND_TRUTH_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            row = json.loads(line)
+            out.append((float(row["golem_time"]), str(row["regime"])))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out

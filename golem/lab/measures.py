@@ -6,7 +6,8 @@ The measures are fixed before any run (docs/lab/README.md says why each):
   life (lower is better);
 * secondary: the Brier score per golem-time bin (the curves), the direction hit rate,
   realised P&L (USD), context tokens per decision, memory size (episodes and entries on
-  disk, entries by status), decisions made, and the run's wall time.
+  disk, entries by status), decisions made, the run's wall time, and the predictions it
+  takes to adapt after a regime switch (``adaptation``).
 
 A record is plain JSON (``result.json`` beside the run's data dir), written once the run
 has reached the end of its life, so a report can be rebuilt without the data dirs.
@@ -14,11 +15,14 @@ has reached the end of its life, so a report can be rebuilt without the data dir
 
 from __future__ import annotations
 
+import itertools
 import math
+import statistics
 from typing import Any
 
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR, JournalReader
 from golem.config import Config
+from golem.gamma.capture import read_ground_truth
 from golem.status import collect_status
 
 BINS = 12  # points on a life's Brier curve
@@ -36,7 +40,11 @@ def measure_run(config: Config, birth: float, life_s: float, wall_s: float) -> d
     delta = status.get("delta") or {}
     data = status.get("data") or {}
     sizes = data.get("entries", {})
+    switches = read_ground_truth(config.data_dir)
     return {
+        "adapt_predictions": adaptation([(t, b) for t, _, b, _ in scores],
+                                        [t for t, _ in switches[1:]]),
+        "regime_switches": max(0, len(switches) - 1),
         "brier": _mean(briers),
         "predictions": len(scores),
         "hit_rate": _mean([1.0 if hit else 0.0 for *_, hit in scores]),
@@ -50,6 +58,26 @@ def measure_run(config: Config, birth: float, life_s: float, wall_s: float) -> d
         "golem_time_s": life_s,
         "wall_s": round(wall_s, 3),
     }
+
+
+def adaptation(scores: list[tuple[float, float]], switches: list[float]) -> float | None:
+    """Mean, over the market's regime switches, of the scored predictions made from a
+    switch until the first one at least as good as the life's median Brier (that one
+    counted; censored at the next switch or the end of life, counting what was made).
+    ``scores``: (golem time, Brier) in decision order. None without a switch followed
+    by a prediction."""
+    if not scores or not switches:
+        return None
+    median = statistics.median(b for _, b in scores)
+    bounds = [*sorted(switches), math.inf]
+    counts = []
+    for start, end in itertools.pairwise(bounds):
+        made = [b for t, b in scores if start <= t < end]
+        if not made:
+            continue
+        good = next((i for i, b in enumerate(made) if b <= median), None)
+        counts.append(float(len(made) if good is None else good + 1))
+    return _mean(counts)
 
 
 def brier_curve(points: list[tuple[float, float]], life_s: float,

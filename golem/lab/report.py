@@ -44,6 +44,7 @@ MEASURES: tuple[tuple[str, str, str, bool], ...] = (
     ("context_tokens", "context tokens per decision", "tokens", True),
     ("memory_bytes", "memory on disk", "bytes", True),
     ("wall_s", "wall time per life", "s", True),
+    ("adapt_predictions", "predictions to adapt after a regime switch", "", True),
 )
 
 

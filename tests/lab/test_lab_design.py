@@ -9,6 +9,7 @@ from golem.errors import UsageError
 from golem.lab.arms import arm_names, load_arm, load_base, merged, run_config
 from golem.lab.design import Run, design, parse_seeds
 from golem.lab.effects import paired_effect
+from golem.lab.measures import adaptation
 from golem.lab.succession import market_seed
 
 from ..conftest import run_golem
@@ -89,3 +90,14 @@ def test_a_lab_on_the_anthropic_tier_prints_its_cost_and_waits_for_yes(tmp_path)
     assert "6 lives x 60 Theta ticks" in done.stdout
     assert "run again with --yes" in done.stdout
     assert not (tmp_path / "lab").exists()  # nothing was started or written
+
+
+def test_adaptation_counts_predictions_from_a_switch_to_the_first_good_one() -> None:
+    # median Brier of the life is 0.4; switches at t=10 and t=20
+    scores = [(1, 0.1), (2, 0.3), (10, 0.6), (11, 0.5), (12, 0.2), (20, 0.3), (25, 0.9),
+              (30, 0.9)]
+    assert adaptation(scores, [10.0, 20.0]) == pytest.approx((3 + 1) / 2)
+    # no good prediction before the end: censored, counting what was made (2)
+    assert adaptation([(1, 0.1), (2, 0.1), (5, 0.9), (6, 0.9)], [5.0]) == 2.0
+    assert adaptation(scores, []) is None and adaptation([], [1.0]) is None
+    assert adaptation([(1, 0.2)], [5.0]) is None  # nothing made after the switch

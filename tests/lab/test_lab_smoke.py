@@ -52,6 +52,8 @@ def test_smoke_runs_every_arm_on_every_seed_and_reports_their_own_numbers(
             record = json.loads((run / "result.json").read_text())
             assert record["brier"] == pytest.approx(sum(briers) / len(briers))
             assert record["predictions"] == len(briers)
+            switches = (run / "data/chain/ground_truth.jsonl").read_text().splitlines()
+            assert record["regime_switches"] == len(switches) - 1
             assert summary["arms"][arm]["per_seed"][str(seed)]["brier"] == record["brier"]
             per_arm.setdefault(arm, {})[seed] = record["brier"]
             assert f"{arm}/seed-{seed} done" in stdout
