@@ -23,10 +23,8 @@ portfolio before signing; without one nothing acts on chain.
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
@@ -47,19 +45,21 @@ from golem.events import (
     ContextPolicyUpdated,
     ContextRegimeOverride,
     EventBus,
+    KnowledgeSkipped,
 )
 from golem.gamma.handoff import Escalation, GammaHandoff
 from golem.governor.categories import Category, MarketRegime, Phase
 from golem.governor.feedback import FeedbackSample, run_loop2
 from golem.governor.governor import Assembly, ContextGovernor, LiveItem
 from golem.governor.policy_store import PolicyConflict, PolicyStore
-from golem.governor.workspace import CognitiveWorkspace
+from golem.governor.workspace import CognitiveWorkspace, one_line
 from golem.perception.market import (
     BUCKET_WORDS,
     PricePoint,
     move_bucket,
     move_label,
     move_phrase,
+    tape_regime,
 )
 from golem.runtime.handlers import TickContext, TickCounters
 
@@ -78,7 +78,7 @@ TRADING_STRATEGY = ("Observe the market and predict price moves over the next ti
                     "evidence is clear and no warning bears on it; otherwise hold. Capital is "
                     "finite, every model call is paid from it, and a dying golem only reduces "
                     "risk.")
-VOLATILE_STEP = 0.008  # stdev of feed moves above this reads as a volatile market
+KNOWLEDGE_TEXT_CHARS = 160
 _MISSING_WORDS = ((("price", "pool", "position", "liquidity", "feed"), Category.DEFI_SNAPSHOT),
                   (("warning", "risk", "revert", "honeypot"), Category.INVARIANTS),
                   (("history", "episode", "swap", "event"), Category.EPISODES),
@@ -86,18 +86,24 @@ _MISSING_WORDS = ((("price", "pool", "position", "liquidity", "feed"), Category.
 
 
 def market_regime(prices: tuple[PricePoint, ...]) -> MarketRegime:
-    """The regime as the Governor sees it, from the feed's recent answers (pure)."""
-    if len(prices) < 3:
-        return MarketRegime.CALM
-    steps = [b.price / a.price - 1.0 for a, b in itertools.pairwise(prices)]
-    move = prices[-1].price / prices[0].price - 1.0
-    mean = sum(steps) / len(steps)
-    spread = math.sqrt(sum((s - mean) ** 2 for s in steps) / len(steps))
-    if move <= -0.05:
-        return MarketRegime.CRASH
-    if spread >= VOLATILE_STEP:
-        return MarketRegime.VOLATILE
-    return MarketRegime.TRENDING if abs(move) >= offline.MOMENTUM else MarketRegime.CALM
+    """The regime as the Governor sees it, from the feed's recent answers (pure:
+    ``golem.perception.market.tape_regime``, which consolidation counts outcomes by)."""
+    return MarketRegime(tape_regime(prices))
+
+
+def knowledge_record(decision: Decision | None,
+                     entries: tuple[offline.Entry, ...]) -> dict[str, Any]:
+    """What the journal keeps of the knowledge behind a decision: each attributed entry
+    with its share of the predicted mean and its short text, the outlook, and how many
+    malformed facts were skipped."""
+    if decision is None:
+        return {"attribution": [], "outlook": None, "skipped": 0}
+    texts = {e.uri: e.text for e in entries}
+    return {"attribution": [{"uri": uri, "share": share,
+                             "text": one_line(texts.get(uri, ""), KNOWLEDGE_TEXT_CHARS)}
+                            for uri, share in decision.attribution],
+            "outlook": list(decision.outlook) if decision.outlook else None,
+            "skipped": decision.skipped_knowledge}
 
 
 def missing_categories(signals: tuple[str, ...]) -> frozenset[str]:
@@ -169,6 +175,8 @@ class ThetaCycle:
     vitality_reader: Callable[[], VitalitySignal] | None = None
     # carries accepted actions out on chain (golem.actions.execution); None: record only
     executor: Executor | None = None
+    # the predictions' horizon in seconds (offline.HORIZON_TICKS Theta ticks)
+    horizon_s: float = offline.HORIZON_S
     name: str = "theta-decision"
     _regime: MarketRegime | None = field(default=None, init=False)
     _frames: Keyframes = field(default_factory=Keyframes, init=False)
@@ -210,6 +218,11 @@ class ThetaCycle:
             tick=ctx.tick, now=ctx.clock.now()) if self.executor else []
         record = self._record(ctx.tick, assembly, decision, verdicts,
                               escalated=seen.escalated, regime=seen.regime)
+        record["knowledge"] = knowledge_record(decision, entries)
+        skipped = decision.skipped_knowledge if decision else 0
+        if skipped:
+            log.warning("malformed knowledge skipped", count=skipped, tick=ctx.tick)
+            self._emit(KnowledgeSkipped(ctx.tick, skipped))
         # query, phase and live items let Loop 3 re-assemble this tick under other policies
         record.update(query=query, phase=seen.phase.value,
                       live=[asdict(item) for item in live],
@@ -229,6 +242,8 @@ class ThetaCycle:
                 "policy_revision": revised or assembly.policy_revision,
                 "tier": int(tier.value[1]), "cost_usd": think.cost_usd,
                 "malformed": int(think.status == "malformed"),
+                "knowledge_used": len(record["knowledge"]["attribution"]),
+                "knowledge_skipped": skipped,
                 **{f"actions_{k}": sum(r.status == s for r in executed) for k, s in
                    (("executed", "ok"), ("reverted", "reverted"), ("dry_run", "dry_run"))}}
 
@@ -296,14 +311,18 @@ class ThetaCycle:
             pool = ""  # the cage would refuse any trade there: the offline tier holds
         situation = offline.Situation(feed or "no feed", prices, entries, escalated,
                                       holdings, pool, self.cage.max_notional_usd,
-                                      market_regime(prices).value)
+                                      market_regime(prices).value, self.horizon_s)
         if tier is Tier.T0 or self.model is None:
             return Thought(offline.decide(situation), offline.PROVIDER, "", "ok")
         made = await self.model.decide(tier, ws, strategy=self._strategy,
                                        situation=self._situation(feed, prices), keyframe=keyframe,
                                        links=links)
         if isinstance(made.decision, Decision):
-            return Thought(made.decision, ANTHROPIC, made.model, "ok", made.cost_usd,
+            attribution, skipped = offline.cited_attribution(
+                situation, made.cited | set(made.decision.referenced))
+            decision = replace(made.decision, attribution=attribution,
+                               skipped_knowledge=skipped)
+            return Thought(decision, ANTHROPIC, made.model, "ok", made.cost_usd,
                            cited=made.cited)
         if isinstance(made.decision, Malformed):
             log.warning("malformed model output recorded, not acted on",

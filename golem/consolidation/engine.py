@@ -161,6 +161,9 @@ class ConsolidationEngine:
             old = [] if first else await g.verified_episodes(after - p.old_horizon_s, after,
                                                              p.old_pool)
             by_id = {e.id: e for e in [*old, *recent]}
+            context = [] if first else await g.episodes_window(
+                after - p.extract.outcome_lookback_s - p.extract.outcome_horizon_s, after,
+                p.max_new_episodes)
             replay_ids = await anyio.to_thread.run_sync(
                 _select, list(by_id.values()), None if first else after, now, p.replay,
                 p.seed + tick)
@@ -170,8 +173,9 @@ class ConsolidationEngine:
             def learn() -> tuple[list[clusters.Cluster], list[FactCandidate]]:
                 groups = clusters.cluster([(e.id, e.protocol, e.payload) for e in replayed],
                                           vectors, p.cluster_threshold)
-                return groups, extract.extract(recent, window, p.extract,
-                                               p.seed + tick)
+                return groups, extract.extract(recent, window, p.extract, p.seed + tick,
+                                               context=context,
+                                               counted_after=None if first else after)
 
             groups, found = await anyio.to_thread.run_sync(learn)
             counts.update(await self._store(found, now))

@@ -53,8 +53,14 @@ def chain_events(episodes: Sequence[Episode]) -> list[Episode]:
 
 
 def extract(recent: Sequence[Episode], window: tuple[float, float], params: ExtractParams,
-            seed: int) -> list[FactCandidate]:
-    """All candidates; keys are unique (the first of a duplicate key wins)."""
+            seed: int, *, context: Sequence[Episode] = (),
+            counted_after: float | None = None) -> list[FactCandidate]:
+    """All candidates; keys are unique (the first of a duplicate key wins).
+
+    ``context``: episodes observed before ``recent`` (the last outcome lookback and
+    horizon before the cursor), read only as the conditional outcomes' price history;
+    ``counted_after``: the cursor, so each oracle answer's outcome is counted in exactly
+    one run (``outcomes.conditional_outcomes``)."""
     start, end = window
     window_market = chain_events(recent)
     out: list[FactCandidate] = []
@@ -70,8 +76,9 @@ def extract(recent: Sequence[Episode], window: tuple[float, float], params: Extr
         if found is not None:
             out.append(found)
     out += outcomes.conditional_outcomes(
-        window_market, lookback_s=params.outcome_lookback_s,
-        horizon_s=params.outcome_horizon_s, min_samples=params.outcome_min_samples)
+        [*chain_events(context), *window_market], lookback_s=params.outcome_lookback_s,
+        horizon_s=params.outcome_horizon_s, min_samples=params.outcome_min_samples,
+        counted_after=counted_after)
     out += facts.anti_knowledge(recent, params.min_reverts, params.min_revert_share)
     out += facts.procedural(recent, params.min_outcomes)
     unique: dict[str, FactCandidate] = {}

@@ -9,9 +9,18 @@ the recent move of the feeds' answers), never the simulator's ground truth.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 WINDOW_S = 600.0
+# The tape's regime (tape_regime): a fall of CRASH_MOVE or more over the window is a
+# crash; else a standard deviation of answer-to-answer returns of VOLATILE_STEP or more
+# is volatile; else a move of TREND_MOVE or more either way is trending; else calm.
+CRASH_MOVE = -0.05
+VOLATILE_STEP = 0.008
+TREND_MOVE = 0.015
+TAPE_REGIMES = ("calm", "trending", "volatile", "crash")
 LARGE_RATIO, VERY_LARGE_RATIO = 5.0, 20.0
 # price move over the window -> label, checked in order
 MOVES: tuple[tuple[float, str], ...] = (
@@ -39,6 +48,23 @@ def move_bucket(move: float) -> str:
 class PricePoint:
     time: float  # the feed's own updatedAt (chain time)
     price: float
+
+
+def tape_regime(points: tuple[PricePoint, ...]) -> str:
+    """The market's regime read from a feed's answers over the window, oldest first (the
+    constants above); "calm" with fewer than three answers. Theta reads the situation by
+    it and consolidation counts conditional outcomes by it, so the two agree."""
+    if len(points) < 3 or min(p.price for p in points) <= 0:
+        return "calm"
+    steps = [b.price / a.price - 1.0 for a, b in itertools.pairwise(points)]
+    move = points[-1].price / points[0].price - 1.0
+    mean = sum(steps) / len(steps)
+    spread = math.sqrt(sum((s - mean) ** 2 for s in steps) / len(steps))
+    if move <= CRASH_MOVE:
+        return "crash"
+    if spread >= VOLATILE_STEP:
+        return "volatile"
+    return "trending" if abs(move) >= TREND_MOVE else "calm"
 
 
 def record(points: tuple[PricePoint, ...], point: PricePoint,
