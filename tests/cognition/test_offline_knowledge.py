@@ -11,6 +11,7 @@ from golem.cognition.offline import (
     SWAP_COST,
     Entry,
     Situation,
+    cited_attribution,
     decide,
 )
 from golem.governor.workspace import Knowledge
@@ -126,3 +127,16 @@ def test_a_nonsensical_record_is_skipped_and_counted() -> None:
     d = decide(situation(revert, procedural(-2, 1), procedural(3, 5, "x")))
     assert d.skipped_knowledge == 2
     assert d.actions == decide(situation(revert)).actions
+
+
+def test_a_model_decision_is_attributed_to_the_learned_entries_it_cited() -> None:
+    revert = outcome("grimoire://g/entry/revert", mean=0.012, p_up=0.9)
+    other = outcome("grimoire://g/entry/other", mean=0.004, p_up=0.6, n=80)
+    broken = outcome("grimoire://g/entry/broken", mean=math.nan, p_up=0.9)
+    s = situation(revert, other, broken)
+    attribution, skipped = cited_attribution(s, {revert.uri, broken.uri})
+    assert [uri for uri, _ in attribution] == [revert.uri] and skipped == 1
+    # the same shares the offline tier gives when it sees only the cited entries
+    assert attribution == decide(situation(revert)).attribution
+    assert cited_attribution(s, set()) == ((), 0)
+    assert cited_attribution(s, {"grimoire://g/warning/w"}) == ((), 0)
