@@ -88,8 +88,8 @@ def normal_outlook(mean: float, stddev: float, band: float = FLAT_BAND) -> Outlo
     it (``golem.cognition.predictions.observed_direction``'s classes). A zero stddev
     puts everything on the mean's class."""
     if stddev <= 0:
-        cls = DIRECTIONS.index(observed_direction(mean, band))
-        return tuple(1.0 if i == cls else 0.0 for i in range(3))  # type: ignore[return-value]
+        cls = observed_direction(mean, band)
+        return (float(cls == "down"), float(cls == "flat"), float(cls == "up"))
     down = _phi((-band - mean) / stddev)
     up = 1.0 - _phi((band - mean) / stddev)
     return down, max(0.0, 1.0 - down - up), up

@@ -149,7 +149,7 @@ def decide(situation: Situation) -> Decision:
                     referenced=referenced,
                     attribution=tuple((uri, round(share, 8))
                                       for uri, share in forecast.contributions),
-                    outlook=tuple(round(p, 6) for p in forecast.outlook),  # type: ignore[arg-type]
+                    outlook=(round(down, 6), round(flat, 6), round(up, 6)),
                     skipped_knowledge=skipped)
 
 

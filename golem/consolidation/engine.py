@@ -6,7 +6,10 @@
 A run reads the episodes captured since its cursor, passes them through the quality
 gate, selects the replay set (recent by priority, older ones by Mattar-Daw utility),
 clusters it, extracts fact candidates, and reinforces the entries that already hold
-the same fact key or writes new ones (contradictions quarantined). Causal relations
+the same fact key or writes new ones (contradictions quarantined). Conditional outcomes
+(``outcomes.py``) also read the episodes of the outcome lookback and horizon before the
+cursor, as price history only: an answer's outcome is counted in the run that first
+sees its horizon end, so a short Delta interval still learns them. Causal relations
 are also linked in the causal graph between the two pools' rate baselines. Then decay
 and eviction. A run with nothing new replays nothing (old episodes are mixed into
 new ones, never re-counted alone) but still decays. The cursor (the newest episode

@@ -138,3 +138,9 @@ def test_horizon_stddev_scales_the_tapes_spread() -> None:
     sd = horizon_stddev(tape, 300.0)
     assert sd == pytest.approx(math.log(1.01) * math.sqrt(300.0 / 60.0))
     assert horizon_stddev(tape[:2], 300.0) is None
+
+
+def test_a_zero_spread_puts_everything_on_the_means_class() -> None:
+    assert normal_outlook(0.01, 0.0) == (0.0, 0.0, 1.0)
+    assert normal_outlook(-0.01, 0.0) == (1.0, 0.0, 0.0)
+    assert normal_outlook(FLAT_BAND / 2, 0.0) == (0.0, 1.0, 0.0)

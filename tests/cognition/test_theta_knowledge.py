@@ -104,7 +104,7 @@ def test_both_tiers_use_learned_outcomes_and_the_journal_and_status_say_which(
                     "referenced": uris, "missing_context": []}
         api.default_text = json.dumps(decision)
         # escalations in alternate two-minute spans: Theta uses the model, then T0
-        daemon = Daemon(config, HandlerRegistry(), stop_after=480,
+        daemon = Daemon(config, HandlerRegistry(), stop_after=360,
                         setup=escalating(setup, Escalator(alternate_ticks=12)))
         configure_logging("warning", "json", io.StringIO())
         assert anyio.run(daemon.run, backend_options={"use_uvloop": True}) == 0
