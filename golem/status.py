@@ -323,7 +323,8 @@ def _death_lines(death: dict[str, Any] | None) -> list[str]:
 
 def _knowledge_lines(recent: list[dict[str, Any]]) -> list[str]:
     """The knowledge behind the newest decisions: each decision's prediction and outlook,
-    then the entries that moved it (share of the predicted mean, short text)."""
+    then the entries that moved it (share of the predicted mean, short text); without
+    any, the offline tier's prior, or a model decision that cited no learned entry."""
     if not recent:
         return []
     lines = ["  knowledge  behind the newest decisions:"]
@@ -335,8 +336,14 @@ def _knowledge_lines(recent: list[dict[str, Any]]) -> list[str]:
             said += (f", outlook down {outlook[0]:.0%} / flat {outlook[1]:.0%} / up "
                      f"{outlook[2]:.0%}")
         entries = item.get("attribution") or []
-        source = f"{len(entries)} learned entr{'y' if len(entries) == 1 else 'ies'}" \
-            if entries else "the prior (nothing learned matched)"
+        if entries:
+            source = f"{len(entries)} learned entr{'y' if len(entries) == 1 else 'ies'}"
+        elif not item.get("recorded", True):
+            source = "no knowledge record (journalled before one was kept)"
+        elif outlook:
+            source = "the prior (nothing learned matched)"
+        else:
+            source = "no learned entry cited"
         skipped = f"; {item['skipped']} malformed fact(s) skipped" if item.get("skipped") \
             else ""
         lines.append(f"    tick {item['tick']}: {said}; from {source}{skipped}")

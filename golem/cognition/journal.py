@@ -279,7 +279,7 @@ def knowledge_of(tick: int, record: str) -> dict[str, Any]:
     decision = data.get("decision") if isinstance(data, dict) else None
     predictions = decision.get("predictions") if isinstance(decision, dict) else None
     first = predictions[0] if isinstance(predictions, list) and predictions else None
-    return {"tick": tick,
+    return {"tick": tick, "recorded": isinstance(knowledge, dict),
             "prediction": ({"direction": first.get("direction"),
                             "confidence": first.get("confidence")}
                            if isinstance(first, dict) else None),
