@@ -9,7 +9,11 @@ tier router picks the offline tier (T0) or a model tier (T1/T2, when a model is
 configured and affordable), which decides over that workspace; every proposed
 action passes the policy cage; the decision, its predictions and its
 Loop 1 outcome (categories injected and referenced, missing context) are
-journalled in one transaction. Predictions whose horizon passed are scored
+journalled in one transaction; the record carries the knowledge behind the decision
+(``knowledge_record``: the attributed entries with their shares and short texts, the
+offline tier's outlook, malformed facts skipped; those are also logged and emitted as
+``KnowledgeSkipped``). A model decision is attributed to the learned entries it cited
+or referenced (``offline.cited_attribution``). Predictions whose horizon passed are scored
 against the price Gamma observed, which gives each outcome its quality. Every
 `loop2_every` ticks, or when the market regime changes, Loop 2 turns scored
 outcomes into a new policy revision (at most 0.02 per category). I-frame /
