@@ -26,10 +26,12 @@ decision schema a model would:
   moved the forecast and by how much (``Decision.attribution``);
 - a trade needs a learned expected move beyond SWAP_COST (fee and impact) by
   MIN_EDGE, in the predicted direction: the prior alone never trades. It is sized by
-  how far the outlook leans (up minus down) and by the golem's own record with the
-  action: a procedural fact for it (``FactKind.PROCEDURAL``, "strategy" naming the
-  action) scales the size by its smoothed success rate (succeeded + 1) / (attempts +
-  2);
+  how far the outlook leans (up minus down) and by the golem's own record, its
+  procedural facts (``FactKind.PROCEDURAL``, "strategy" "swap"): how often its swaps
+  went through, and how often its swaps of this side (buy: up, sell: down) in this
+  regime and move bucket paid after costs (``consolidation.outcomes.trade_outcomes``),
+  each as min(1, 2 (good + 1) / (total + 2)), multiplied: a record at even odds or
+  better leaves the size, a losing one shrinks it;
 - trades are swaps on the trading pool (buy WETH with USDC when up, sell it
   when down), at most TRADE_CAP_SHARE of the cage's per-action cap and
   TRADE_WALLET_SHARE of what the wallet holds of the asset it pays with; never
@@ -114,9 +116,9 @@ def decide(situation: Situation) -> Decision:
                              if _bears_on(e, situation, words)),
             missing_context=() if situation.prices else ("price feed history",))
     forecast, used, skipped = _forecast(situation, move)
-    sizing, why_size, size_entries, bad_procedural = _procedural(situation)
-    skipped += bad_procedural
     direction = _direction(forecast.outlook, move)
+    sizing, why_size, size_entries, bad_procedural = _procedural(situation, direction, move)
+    skipped += bad_procedural
     confidence = forecast.outlook[DIRECTIONS.index(direction)]
     prediction = Prediction(situation.subject, "price_move", direction,
                             round(min(abs(forecast.mean), 1.0), 6), round(confidence, 3),
@@ -210,27 +212,49 @@ def _evidence(entry: Entry, scale: float) -> Evidence:
                     _number(k.confidence) * scale)
 
 
-def _procedural(situation: Situation) -> tuple[float, str, tuple[Entry, ...], int]:
+def _procedural(situation: Situation, direction: str,
+                move: float) -> tuple[float, str, tuple[Entry, ...], int]:
     """The size factor from the golem's own record with swaps (module docstring), why,
     the entries it came from, and how many such facts were malformed."""
-    attempts = succeeded = 0.0
+    side = {"up": "buy", "down": "sell"}.get(direction)
+    bucket = move_bucket(move)
+    attempts = succeeded = trades = paid = 0.0
     used: list[Entry] = []
     bad = 0
     for entry in situation.entries:
         k = entry.knowledge
         if k is None or k.kind != PROCEDURAL or k.fact.get("strategy") != "swap":
             continue
-        n, ok = _number(k.fact.get("attempts")), _number(k.fact.get("succeeded"))
+        if "trades" in k.fact:  # the market's verdict on our swaps in one situation
+            if (k.fact.get("side"), k.fact.get("regime"), k.fact.get("bucket")) != (
+                    side, situation.regime, bucket):
+                continue
+            n, ok = _number(k.fact.get("trades")), _number(k.fact.get("paid"))
+        else:  # whether our swaps went through at all
+            n, ok = _number(k.fact.get("attempts")), _number(k.fact.get("succeeded"))
         if not (math.isfinite(n) and math.isfinite(ok) and n >= 1 and 0 <= ok <= n):
             bad += 1
             continue
-        attempts, succeeded = attempts + n, succeeded + ok
+        if "trades" in k.fact:
+            trades, paid = trades + n, paid + ok
+        else:
+            attempts, succeeded = attempts + n, succeeded + ok
         used.append(entry)
     if not used:
         return 1.0, "", (), bad
-    factor = (succeeded + 1.0) / (attempts + 2.0)
-    return (factor, f"size x{factor:.2f} from our own swaps ({succeeded:g} of {attempts:g} "
-                    "succeeded)", tuple(used), bad)
+    went = _record_factor(succeeded, attempts)
+    won = _record_factor(paid, trades)
+    why = [f"{succeeded:g} of {attempts:g} of our swaps went through"] if attempts else []
+    if trades:
+        why.append(f"{paid:g} of {trades:g} of our {side}s in this situation paid")
+    factor = went * won
+    return factor, f"size x{factor:.2f} ({'; '.join(why)})", tuple(used), bad
+
+
+def _record_factor(good: float, total: float) -> float:
+    """min(1, 2 (good + 1) / (total + 2)): 1 without a record or with one at even odds or
+    better (a uniform prior on the rate, doubled), below 1 for a losing one."""
+    return min(1.0, 2.0 * (good + 1.0) / (total + 2.0)) if total else 1.0
 
 
 def _number(value: object) -> float:

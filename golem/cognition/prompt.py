@@ -270,6 +270,13 @@ def knowledge_text(k: Knowledge) -> str:
                     f"{float(f['horizon_s']) / 60:g} min in n={int(f['n'])} cases: mean "
                     f"{float(f['mean']):+.3%}, stddev {float(f['stddev']):.3%}, positive in "
                     f"{float(f['p_up']):.0%}{split}; confidence {k.confidence:.2f}.")
+        if k.kind == "procedural" and "trades" in f:
+            return (f"Learned: our own {f['side']}s ({f['strategy']}) in regime "
+                    f"{f['regime']} after a trailing move "
+                    f"{BUCKET_WORDS.get(str(f['bucket']), f['bucket'])} paid after costs "
+                    f"in {int(f['paid'])} of {int(f['trades'])} trades over the next "
+                    f"{float(f['horizon_s']) / 60:g} min, mean edge "
+                    f"{float(f['mean_edge']):+.3%}; confidence {k.confidence:.2f}.")
         if k.kind == "procedural":
             return (f"Learned: our own '{f['strategy']}' succeeded {int(f['succeeded'])} of "
                     f"{int(f['attempts'])} attempts, mean P&L "

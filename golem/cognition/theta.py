@@ -13,10 +13,12 @@ journalled in one transaction; the record carries the knowledge behind the decis
 (``knowledge_record``: the attributed entries with their shares and short texts, the
 offline tier's outlook, malformed facts skipped; those are also logged and emitted as
 ``KnowledgeSkipped``). A model decision is attributed to the learned entries it cited
-or referenced (``offline.cited_attribution``). Predictions whose horizon passed are scored
-against the price Gamma observed, which gives each outcome its quality. Every
-`loop2_every` ticks, or when the market regime changes, Loop 2 turns scored
-outcomes into a new policy revision (at most 0.02 per category). I-frame /
+or referenced (``offline.cited_attribution``). The offline tier also gets the
+situation's own facts looked up by key (``_situation_facts``), so a fact about exactly
+this situation counts even when recall ranked it out of the workspace. Predictions
+whose horizon passed are scored against the price Gamma observed, which gives each
+outcome its quality. Every `loop2_every` ticks, or when the market regime changes,
+Loop 2 turns scored outcomes into a new policy revision (at most 0.02 per category). I-frame /
 P-frame bookkeeping (seed 002 S2.2, golem.cognition.frames): an I-frame's workspace
 becomes the keyframe, sent in full (and cached by the API); each P-frame after it
 resends the previous request byte-identical (read from the cache) plus the changes
@@ -56,13 +58,15 @@ from golem.governor.categories import Category, MarketRegime, Phase
 from golem.governor.feedback import FeedbackSample, run_loop2
 from golem.governor.governor import Assembly, ContextGovernor, LiveItem
 from golem.governor.policy_store import PolicyConflict, PolicyStore
-from golem.governor.workspace import CognitiveWorkspace, one_line
+from golem.governor.workspace import CognitiveWorkspace, Knowledge, one_line
+from golem.grimoire.records import Status
 from golem.perception.market import (
     BUCKET_WORDS,
     PricePoint,
     move_bucket,
     move_label,
     move_phrase,
+    situation_keys,
     tape_regime,
 )
 from golem.runtime.handlers import TickContext, TickCounters
@@ -209,7 +213,9 @@ class ThetaCycle:
             keyframe.used + round(share * ws.total_budget)
         tier = await self._tier([e.curiosity for e in seen.escalations], seen.phase,
                                 sent_tokens)
-        think = await self._think(tier, ws, seen.feed, prices=seen.prices, entries=entries,
+        keyed = await self._situation_facts(seen.feed, seen.prices, entries)
+        think = await self._think(tier, ws, seen.feed, prices=seen.prices,
+                                  entries=(*entries, *keyed),
                                   escalated=len(seen.escalated), keyframe=keyframe,
                                   links=links, holdings=holdings)
         if think.provider == ANTHROPIC:  # the request was sent: cached from now on
@@ -222,7 +228,7 @@ class ThetaCycle:
             tick=ctx.tick, now=ctx.clock.now()) if self.executor else []
         record = self._record(ctx.tick, assembly, decision, verdicts,
                               escalated=seen.escalated, regime=seen.regime)
-        record["knowledge"] = knowledge_record(decision, entries)
+        record["knowledge"] = knowledge_record(decision, (*entries, *keyed))
         skipped = decision.skipped_knowledge if decision else 0
         if skipped:
             log.warning("malformed knowledge skipped", count=skipped, tick=ctx.tick)
@@ -339,6 +345,28 @@ class ThetaCycle:
 
     # --- inputs --------------------------------------------------------------------
 
+    async def _situation_facts(self, feed: str | None, prices: tuple[PricePoint, ...],
+                               seen: tuple[offline.Entry, ...]) -> tuple[offline.Entry, ...]:
+        """The situation's own facts by key (``situation_keys``: its feed's outcomes after
+        this kind of move, the golem's swap records), active ones the workspace does not
+        already hold: recall ranks by meaning, and a fact about exactly this situation
+        may rank out of the workspace. For the offline tier only (the model sees the
+        workspace); not counted as injected context in Loop 1."""
+        if not feed or len(prices) < 2 or prices[0].price <= 0:
+            return ()
+        bucket = move_bucket(prices[-1].price / prices[0].price - 1.0)
+        grimoire = self.grimoire_governor.grimoire
+        found = await grimoire.entries_by_fact_key(situation_keys(feed, bucket, self.horizon_s))
+        have = {e.uri for e in seen}
+        out = []
+        for entry in found.values():
+            uri = f"grimoire://{entry.namespace}/{entry.entry_type.value}/{entry.id}"
+            if entry.status is not Status.ACTIVE or uri in have or entry.fact_kind is None:
+                continue
+            out.append(offline.Entry(uri, entry.entry_type.value, entry.text, Knowledge(
+                entry.fact_kind.value, entry.fact, entry.confidence)))
+        return tuple(sorted(out, key=lambda e: e.uri))
+
     def _feed(self) -> tuple[str | None, tuple[PricePoint, ...]]:
         return self.gamma.latest_feed() if self.gamma is not None else (None, ())
 
@@ -359,8 +387,9 @@ class ThetaCycle:
         move = prices[-1].price / prices[0].price - 1.0 if len(prices) >= 2 and \
             prices[0].price > 0 else None
         if feed and move is not None:  # the learned outcomes of situations like this one
-            query += (f"; after oracle feed {feed} {BUCKET_WORDS[move_bucket(move)]} in "
-                      f"regime {regime}, what the next minutes returned")
+            words = BUCKET_WORDS[move_bucket(move)]
+            query += (f"; after oracle feed {feed} {words} in regime {regime}, what the next "
+                      f"minutes returned, and whether our own buys and sells of WETH paid")
         return query
 
     @staticmethod

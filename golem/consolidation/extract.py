@@ -43,6 +43,10 @@ class ExtractParams:
     outcome_lookback_s: float = 600.0
     outcome_horizon_s: float = 300.0
     outcome_min_samples: int = 5
+    # The golem's own swaps per (side, regime, bucket): a run sees a trade or two per
+    # situation, so every one counts; the facts pool across runs and the offline tier
+    # smooths them ((paid + 1) / (trades + 2)).
+    min_trades: int = 1
 
 
 def chain_events(episodes: Sequence[Episode]) -> list[Episode]:
@@ -79,6 +83,10 @@ def extract(recent: Sequence[Episode], window: tuple[float, float], params: Extr
         [*chain_events(context), *window_market], lookback_s=params.outcome_lookback_s,
         horizon_s=params.outcome_horizon_s, min_samples=params.outcome_min_samples,
         counted_after=counted_after)
+    out += outcomes.trade_outcomes(
+        [*context, *recent], lookback_s=params.outcome_lookback_s,
+        horizon_s=params.outcome_horizon_s, min_trades=params.min_trades,
+        counted_after=counted_after)
     out += facts.anti_knowledge(recent, params.min_reverts, params.min_revert_share)
     out += facts.procedural(recent, params.min_outcomes)
     unique: dict[str, FactCandidate] = {}
@@ -111,6 +119,9 @@ def merge_fact(kind: FactKind | None, old: Mapping[str, Any],
                 f"{fact['reverts']} of {fact['attempts']} attempts")
             fact["warning"] = text
             return fact, text
+        if kind == FactKind.PROCEDURAL and "trades" in new.fact:
+            fact = outcomes.merge_trade_outcome(old, new.fact)
+            return fact, outcomes.trade_text(fact)
         if kind == FactKind.PROCEDURAL:
             n_old, n_new = int(old["pnl_n"]), int(new.fact["pnl_n"])
             n = n_old + n_new

@@ -29,6 +29,16 @@ what it superseded).
 
 The buckets (``golem.perception.market.move_bucket``) are what the offline tier looks
 situations up by.
+
+``trade_outcomes``: the golem's own swaps (``strategy_outcome`` episodes with result
+"ok" or "dry_run") in the same terms, a procedural fact per (side, regime, bucket):
+when there is exactly one feed, the situation at a swap is the one of the feed's last
+answer at or before it, and the swap "paid" when the feed's move from that answer to
+the first one at or after ``horizon_s`` later, in the swap's direction (up for a buy of
+``BASE``, down for a sell), beat ``cost``. Counted like conditional outcomes
+(``counted_after``), at least ``min_trades`` per fact; a repeat sighting adds up
+(``merge_trade_outcome``). The offline tier sizes a trade by its record in the
+situation.
 """
 
 from __future__ import annotations
@@ -38,19 +48,24 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from golem.cognition.offline import BASE, SWAP_COST
 from golem.cognition.predictions import observed_direction
 from golem.consolidation.baselines import pool_of, pooled, stats
 from golem.consolidation.facts import FactCandidate, sources, span
+from golem.grimoire.payloads import OUTCOME_CATEGORY
 from golem.grimoire.records import DecayClass, EntryType, Episode, FactKind, InsightCategory
-from golem.perception.market import BUCKET_WORDS, PricePoint, move_bucket, tape_regime
+from golem.perception.market import (
+    BUCKET_WORDS,
+    PricePoint,
+    move_bucket,
+    outcome_key,
+    tape_regime,
+    trade_key,
+)
 
 ORACLE_EVENT = "AnswerUpdated"
 SHIFT_Z = 3.0
 DIRECTIONS = ("down", "flat", "up")  # the order of a fact's "shares"
-
-
-def outcome_key(feed: str, regime: str, bucket: str, horizon_s: float) -> str:
-    return f"outcome|{feed.lower()}|{regime}|{bucket}|{int(horizon_s)}"
 
 
 def _answer(e: Episode) -> float | None:
@@ -176,3 +191,81 @@ def _shares(value: object) -> list[float] | None:
             and all(isinstance(x, int | float) and not isinstance(x, bool) for x in value)):
         return [float(x) for x in value]
     return None
+
+
+TRADED = ("ok", "dry_run")  # results whose market outcome counts
+
+
+def _side(e: Episode) -> str | None:
+    p = e.payload
+    if e.category != OUTCOME_CATEGORY or p.get("action") != "swap" \
+            or p.get("result") not in TRADED or p.get("settle"):
+        return None
+    if p.get("asset_out") == BASE:
+        return "buy"
+    return "sell" if p.get("asset_in") == BASE else None
+
+
+def trade_outcomes(episodes: Sequence[Episode], *, lookback_s: float, horizon_s: float,
+                   min_trades: int = 3, counted_after: float | None = None,
+                   cost: float = SWAP_COST) -> list[FactCandidate]:
+    """The procedural facts of the module docstring, one per (side, regime, bucket)."""
+    series = price_series(episodes)
+    if len(series) != 1:
+        return []
+    ((feed, rows),) = series.items()
+    times = [row[0] for row in rows]
+    groups: dict[tuple[str, str, str], list[tuple[float, Episode]]] = {}
+    for e in episodes:
+        side = _side(e)
+        if side is None:
+            continue
+        at = bisect.bisect_right(times, e.observed_at) - 1
+        back = bisect.bisect_right(times, times[at] - lookback_s) - 1 if at >= 0 else -1
+        ahead = bisect.bisect_left(times, e.observed_at + horizon_s)
+        if back < 0 or ahead >= len(rows) or (counted_after is not None
+                                              and times[ahead] <= counted_after):
+            continue
+        move = rows[at][1] / rows[back][1] - 1.0
+        regime = tape_regime(tuple(PricePoint(r[0], r[1]) for r in rows[back:at + 1]))
+        forward = rows[ahead][1] / rows[at][1] - 1.0
+        edge = (forward if side == "buy" else -forward) - cost
+        groups.setdefault((side, regime, move_bucket(move)), []).append((edge, e))
+    out = []
+    for (side, regime, bucket), found in sorted(groups.items()):
+        if len(found) < min_trades:
+            continue
+        edges = [x for x, _ in found]
+        key = trade_key(side, regime, bucket, horizon_s)
+        fact: dict[str, Any] = {
+            "key": key, "strategy": "swap", "side": side, "feed": feed, "regime": regime,
+            "bucket": bucket, "horizon_s": float(horizon_s), "lookback_s": float(lookback_s),
+            "trades": len(edges), "paid": sum(x > 0 for x in edges),
+            "mean_edge": sum(edges) / len(edges)}
+        eps = [e for _, e in found]
+        lo, hi = span(eps)
+        out.append(FactCandidate(
+            key=key, text=trade_text(fact), fact_kind=FactKind.PROCEDURAL,
+            entry_type=EntryType.STRATEGY_FRAGMENT, category=InsightCategory.STRATEGIC_PATTERNS,
+            decay_class=DecayClass.TACTICAL, confidence=min(0.7, 0.4 + 0.03 * len(eps)),
+            fact=fact, episodes=len(eps), observed_from=lo, observed_to=hi,
+            source_episodes=sources(eps), tokens=(feed,), importance=0.7))
+    return out
+
+
+def trade_text(fact: Mapping[str, Any]) -> str:
+    words = BUCKET_WORDS.get(fact["bucket"], fact["bucket"])
+    verb = "buys" if fact["side"] == "buy" else "sells"
+    return (f"Our own {verb} of {BASE} after oracle feed {fact['feed']} {words} in regime "
+            f"{fact['regime']} paid (beat the swap's cost over the next "
+            f"{int(fact['horizon_s']) // 60} min) in {fact['paid']} of {fact['trades']} "
+            f"trades; mean edge after costs {fact['mean_edge']:+.3%}.")
+
+
+def merge_trade_outcome(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """A repeat sighting of a trade-outcome fact: counts add up, the edge is pooled."""
+    n1, n2 = int(old["trades"]), int(new["trades"])
+    n = n1 + n2
+    return {**new, "trades": n, "paid": int(old["paid"]) + int(new["paid"]),
+            "mean_edge": (float(old["mean_edge"]) * n1 + float(new["mean_edge"]) * n2) / n
+            if n else 0.0}

@@ -36,6 +36,25 @@ BUCKET_WORDS = {"fell_hard": "fell 1.5% or more", "fell": "fell 0.5-1.5%",
                 "rose_hard": "rose 1.5% or more"}
 
 
+def outcome_key(feed: str, regime: str, bucket: str, horizon_s: float) -> str:
+    """The key consolidation files a conditional outcome under (and Theta looks it up by)."""
+    return f"outcome|{feed.lower()}|{regime}|{bucket}|{int(horizon_s)}"
+
+
+def trade_key(side: str, regime: str, bucket: str, horizon_s: float) -> str:
+    """The key of the golem's record with swaps of a side ("buy", "sell") in a situation."""
+    return f"procedural|swap|{side}|{regime}|{bucket}|{int(horizon_s)}"
+
+
+def situation_keys(feed: str, bucket: str, horizon_s: float) -> tuple[str, ...]:
+    """Every key a situation's own facts can have: its feed's outcomes after a move of
+    this bucket in each regime, the swap records of both sides in each, and the swap
+    record of all situations ("procedural|swap")."""
+    return (*(outcome_key(feed, r, bucket, horizon_s) for r in TAPE_REGIMES),
+            *(trade_key(side, r, bucket, horizon_s) for side in ("buy", "sell")
+              for r in TAPE_REGIMES), "procedural|swap")
+
+
 def move_bucket(move: float) -> str:
     """The bucket of a trailing move (a fraction: -0.02 is a 2% fall)."""
     for bound, name in MOVE_BUCKETS:

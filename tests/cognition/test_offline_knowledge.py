@@ -111,12 +111,14 @@ def test_the_golems_own_record_with_swaps_scales_the_size() -> None:
     revert = outcome("grimoire://g/entry/revert", mean=0.012, p_up=0.9)
     full = decide(situation(revert)).actions[0]
     good = decide(situation(revert, procedural(20, 20))).actions[0]
-    poor = decide(situation(revert, procedural(8, 4)))
+    poor = decide(situation(revert, procedural(8, 1)))
     (small,) = poor.actions
     assert small.kind == good.kind == full.kind == "swap"
-    assert small.notional_usd == pytest.approx(full.notional_usd * 5 / 10, abs=0.01)
-    assert small.notional_usd < good.notional_usd <= full.notional_usd
-    assert "4 of 8 succeeded" in small.reason
+    assert small.notional_usd == pytest.approx(full.notional_usd * 2 * 2 / 10, abs=0.01)
+    assert small.notional_usd < good.notional_usd == full.notional_usd
+    even = decide(situation(revert, procedural(8, 4))).actions[0]
+    assert even.notional_usd == full.notional_usd  # even odds or better: full size
+    assert "1 of 8 of our swaps went through" in small.reason
     assert "grimoire://g/entry/swaps" in poor.referenced
     # the record changes the size, never the prediction
     assert poor.predictions == decide(situation(revert)).predictions
@@ -140,3 +142,30 @@ def test_a_model_decision_is_attributed_to_the_learned_entries_it_cited() -> Non
     assert attribution == decide(situation(revert)).attribution
     assert cited_attribution(s, set()) == ((), 0)
     assert cited_attribution(s, {"grimoire://g/warning/w"}) == ((), 0)
+
+
+def traded(side: str, trades: int, paid: int, *, regime: str = "trending",
+           bucket: str = "fell_hard", uri: str = "grimoire://g/entry/trades") -> Entry:
+    fact = {"strategy": "swap", "side": side, "regime": regime, "bucket": bucket,
+            "trades": trades, "paid": paid, "mean_edge": -0.001}
+    return Entry(uri, "strategy", "Our own buys of WETH after ...",
+                 Knowledge("procedural", fact, 0.6))
+
+
+def test_its_record_in_this_situation_shrinks_a_losing_trade_and_nothing_else() -> None:
+    revert = outcome("grimoire://g/entry/revert", mean=0.012, p_up=0.9)
+    full = decide(situation(revert)).actions[0]
+    losing = decide(situation(revert, traded("buy", 8, 1)))
+    (small,) = losing.actions
+    assert small.notional_usd == pytest.approx(full.notional_usd * 2 * 2 / 10, abs=0.01)
+    assert "1 of 8 of our buys in this situation paid" in small.reason
+    assert "grimoire://g/entry/trades" in losing.referenced
+    # a winning record does not grow a trade past its cap
+    assert decide(situation(revert, traded("buy", 8, 7))).actions[0].notional_usd \
+        == full.notional_usd
+    # another side, regime or bucket is another situation
+    for other in (traded("sell", 8, 1), traded("buy", 8, 1, regime="calm"),
+                  traded("buy", 8, 1, bucket="fell")):
+        assert decide(situation(revert, other)).actions == (full,)
+    nonsense = decide(situation(revert, traded("buy", 3, 5)))
+    assert nonsense.skipped_knowledge == 1 and nonsense.actions == (full,)

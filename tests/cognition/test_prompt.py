@@ -483,6 +483,12 @@ def test_a_learned_outcomes_numbers_are_rendered_for_the_model() -> None:
     own = knowledge_text(Knowledge("procedural", {"strategy": "swap", "attempts": 9,
                                                   "succeeded": 7, "pnl_mean_usd": -0.01}, 0.5))
     assert "our own 'swap' succeeded 7 of 9 attempts" in own
+    trades = knowledge_text(Knowledge("procedural", {
+        "strategy": "swap", "side": "buy", "regime": "calm", "bucket": "rose",
+        "horizon_s": 300.0, "trades": 6, "paid": 2, "mean_edge": -0.0021}, 0.5))
+    assert trades == ("Learned: our own buys (swap) in regime calm after a trailing move "
+                      "rose 0.5-1.5% paid after costs in 2 of 6 trades over the next 5 min, "
+                      "mean edge -0.210%; confidence 0.50.")
     assert knowledge_text(Knowledge("conditional_outcome", {"feed": "x"}, 0.5)) == ""
     assert knowledge_text(Knowledge("baseline", fact, 0.5)) == ""
     entry = Candidate(id="e1", category=Category.INSIGHTS, source="grimoire://g/insight/e1",

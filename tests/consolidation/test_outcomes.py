@@ -119,3 +119,30 @@ def test_successive_runs_with_context_count_every_answer_once() -> None:
         for c in run:
             counts[c.key] = counts.get(c.key, 0) + c.fact["n"]
     assert counts == whole and sum(whole.values()) > 100
+
+
+def swap_episode(i: int, t: float, side: str, result: str = "ok") -> Episode:
+    into, out = ("USDC", "WETH") if side == "buy" else ("WETH", "USDC")
+    return ep(50_000 + i, t, {"action": "swap", "result": result, "pnl_usd": -0.01,
+                              "asset_in": into, "asset_out": out, "settle": False},
+              category="strategy_outcome", protocol=None)
+
+
+def test_its_own_swaps_are_judged_by_what_the_feed_did_next_in_that_situation() -> None:
+    eps = planted("trending", -0.012, cycles=6)  # after each drop the fall continues
+    drops = [e.observed_at for k, e in enumerate(eps) if k % 32 == 27]  # 2 min into it
+    buys = [swap_episode(k, t + 1, "buy") for k, t in enumerate(drops)]
+    sells = [swap_episode(100 + k, t + 1, "sell") for k, t in enumerate(drops)]
+    failed = [swap_episode(200 + k, t + 1, "buy", "reverted") for k, t in enumerate(drops)]
+    found = {c.fact["side"]: c for c in outcomes.trade_outcomes(
+        [*eps, *buys, *sells, *failed], lookback_s=600, horizon_s=300)}
+    buy, sell = found["buy"].fact, found["sell"].fact
+    assert (buy["regime"], buy["bucket"]) == ("trending", "fell_hard")
+    # reverted swaps do not count, nor the last drop's (no answer 5 min after it)
+    assert buy["trades"] == sell["trades"] == len(drops) - 1
+    assert buy["paid"] == 0 and sell["paid"] == len(drops) - 1
+    assert buy["mean_edge"] < 0 < sell["mean_edge"]
+    assert found["buy"].fact_kind is FactKind.PROCEDURAL
+    assert "paid (beat the swap's cost over the next 5 min) in 0 of" in found["buy"].text
+    merged, text = merge_fact(FactKind.PROCEDURAL, buy, found["buy"])
+    assert merged["trades"] == 2 * buy["trades"] and f"in 0 of {2 * buy['trades']}" in text
