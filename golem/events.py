@@ -255,6 +255,16 @@ class ContextCompacted(Event):
 
 
 @dataclass(frozen=True)
+class KnowledgeSkipped(Event):
+    """Consolidated facts in a decision's view whose numbers made no sense (NaN, a count
+    below 1, a negative stddev, ...): ignored by the decision, counted here."""
+
+    kind: ClassVar[str] = "cognition:knowledge_skipped"
+    tick: int
+    count: int
+
+
+@dataclass(frozen=True)
 class ContextRegimeOverride(Event):
     kind: ClassVar[str] = "context:regime_override"
     tick: int

@@ -215,6 +215,7 @@ def render_status(report: dict[str, Any]) -> str:
         lines.append(f"  predictions {theta['predictions']} made, {theta['scored']} scored, "
                      f"{theta['hits']} hit" + (f", mean quality {quality:.2f}"
                                                if quality is not None else ""))
+        lines.extend(_knowledge_lines(theta.get("knowledge") or []))
     policy = report.get("policy")
     if policy:
         lines.append(f"  governor   policy revision {policy['revision']}"
@@ -318,6 +319,37 @@ def _death_lines(death: dict[str, Any] | None) -> list[str]:
             f" generation {death['generation']}",
             f"  testament  {death['testament_id']} at {death['testament_path']} (reflection "
             f"{death['reflection_source']}; positions settled: {_yes(death['settled'])})"]
+
+
+def _knowledge_lines(recent: list[dict[str, Any]]) -> list[str]:
+    """The knowledge behind the newest decisions: each decision's prediction and outlook,
+    then the entries that moved it (share of the predicted mean, short text); without
+    any, the offline tier's prior, or a model decision that cited no learned entry."""
+    if not recent:
+        return []
+    lines = ["  knowledge  behind the newest decisions:"]
+    for item in recent:
+        p = item.get("prediction")
+        said = f"{p['direction']} ({p['confidence']:.2f})" if p else "no prediction"
+        outlook = item.get("outlook")
+        if outlook:
+            said += (f", outlook down {outlook[0]:.0%} / flat {outlook[1]:.0%} / up "
+                     f"{outlook[2]:.0%}")
+        entries = item.get("attribution") or []
+        if entries:
+            source = f"{len(entries)} learned entr{'y' if len(entries) == 1 else 'ies'}"
+        elif not item.get("recorded", True):
+            source = "no knowledge record (journalled before one was kept)"
+        elif outlook:
+            source = "the prior (nothing learned matched)"
+        else:
+            source = "no learned entry cited"
+        skipped = f"; {item['skipped']} malformed fact(s) skipped" if item.get("skipped") \
+            else ""
+        lines.append(f"    tick {item['tick']}: {said}; from {source}{skipped}")
+        for a in entries[:3]:
+            lines.append(f"      {a['share']:+.3%} {a['uri']}: {a['text']}")
+    return lines
 
 
 def _counts(counts: dict[str, int], noun: str) -> str:

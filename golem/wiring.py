@@ -188,6 +188,7 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     import anyio.to_thread  # noqa: PLC0415
 
     from golem.actions.opening import build_cage, open_actions  # noqa: PLC0415
+    from golem.cognition import offline  # noqa: PLC0415
     from golem.cognition.journal import DecisionJournal  # noqa: PLC0415
     from golem.cognition.theta import ThetaCycle  # noqa: PLC0415
     from golem.governor.governor import ContextGovernor  # noqa: PLC0415
@@ -216,5 +217,6 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
         governor, journal, policies, cage, capture.to_theta if capture else None, ctx.events,
         loop2_every=ctx.config.theta_context.loop2_every, model=model,
         t2_curiosity=ctx.config.cognition.t2_curiosity, vitality_reader=vitality_reader,
-        executor=executor, memory=ctx.config.theta_context.memory))
+        executor=executor, memory=ctx.config.theta_context.memory,
+        horizon_s=offline.HORIZON_TICKS * ctx.config.theta.interval_s))
     return executor

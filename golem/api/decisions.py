@@ -16,4 +16,5 @@ def decision_view(row: dict[str, object]) -> dict[str, object]:
             "frame": record.get("frame"), "tier": record.get("tier"),
             "reasons": workspace.get("reasons"), "decision": record.get("decision"),
             "cage": record.get("cage"), "executions": record.get("executions"),
+            "knowledge": record.get("knowledge"),
             "outcome": row["outcome"]}

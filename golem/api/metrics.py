@@ -24,6 +24,7 @@ from golem.events import (
     CuratorCycleComplete,
     EpisodesStored,
     Event,
+    KnowledgeSkipped,
     RecallCompleted,
     TickCompleted,
     VitalityUpdated,
@@ -76,6 +77,9 @@ class GolemMetrics:
                          "starting budget", registry=r)
         self.curator = Counter("golem_curator_actions", "Curator actions, by action",
                                ["action"], registry=r)
+        self.knowledge_skipped = Counter(
+            "golem_knowledge_skipped", "Malformed consolidated facts a decision ignored",
+            registry=r)
         Info("golem_build", "The running build", registry=r).info(
             {"version": __version__, "python": platform.python_version(),
              "golem": sources.config.golem.name})
@@ -87,7 +91,9 @@ class GolemMetrics:
     def observe(self, event: Event, record: dict[str, Any]) -> None:
         """The event-bus subscriber (synchronous, on the event loop)."""
         del record
-        if isinstance(event, TickCompleted):
+        if isinstance(event, KnowledgeSkipped):
+            self.knowledge_skipped.inc(event.count)
+        elif isinstance(event, TickCompleted):
             self.ticks.labels(event.loop, event.outcome).inc()
             self.tick_seconds.labels(event.loop).observe(event.duration_ms / 1000.0)
         elif isinstance(event, EpisodesStored):

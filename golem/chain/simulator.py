@@ -26,6 +26,7 @@ from typing import Any
 from golem.chain.compile import load_artifacts
 from golem.chain.evm import Evm, TxResult
 from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, WBTC_UNIT, Market
+from golem.chain.planted import PlantedDrops
 
 REGIMES = ("calm", "trending", "volatile", "crash")
 TRANSITIONS: dict[str, tuple[float, float, float, float]] = {
@@ -65,10 +66,11 @@ class StepReport:
 
 
 class MarketSimulator:
-    """Drive `market` on `evm` from a seed; `regime` pins the starting regime."""
+    """Drive `market` on `evm` from a seed; `regime` pins the starting regime; `planted`
+    (golem.chain.planted, off by default) adds a planted regularity to the oracle."""
 
     def __init__(self, evm: Evm, market: Market, seed: int,
-                 regime: str = "calm") -> None:
+                 regime: str = "calm", planted: PlantedDrops | None = None) -> None:
         if regime not in REGIMES:
             raise ValueError(f"unknown regime {regime!r}; expected one of {REGIMES}")
         self.evm, self.market = evm, market
@@ -81,6 +83,7 @@ class MarketSimulator:
         self._forced: str | None = regime
         self._report: StepReport | None = None
         self._token0s: dict[str, str] = {}
+        self.planted = planted
 
     def force_regime(self, regime: str) -> None:
         """Switch to `regime` at the start of the next step (tests, scenarios)."""
@@ -103,7 +106,10 @@ class MarketSimulator:
         drift, vol = DRIFT_VOL[self.regime]
         scale = math.sqrt(max(dt, 1.0) / 10.0)  # volatilities are per 10 s tick
         sign = self.trend_sign if self.regime == "trending" else 1.0
-        self.price *= math.exp(sign * drift * scale + vol * scale * self.rng.gauss(0.0, 1.0))
+        planted = self.planted.drift(self.regime, golem_time, self.price, dt) \
+            if self.planted is not None else 0.0
+        self.price *= math.exp(sign * drift * scale + vol * scale * self.rng.gauss(0.0, 1.0)
+                               + planted)
         report = StepReport(golem_time, self.regime, self.price, first_block=start_block)
         self._report = report
         if switched:

@@ -27,6 +27,7 @@ from golem.actions.proposal import ACTION_KINDS, ProposedAction
 DIRECTIONS = ("up", "down", "flat")
 MAX_ANALYSIS_CHARS = 4000
 MAX_ITEMS = 20
+OURS = ("attribution", "outlook", "skipped_knowledge")  # Decision fields outside the schema
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
@@ -47,9 +48,14 @@ class Decision:
     actions: tuple[ProposedAction, ...] = ()
     referenced: tuple[str, ...] = ()
     missing_context: tuple[str, ...] = ()
+    # The fields below are ours, never the model's (decision_to_dict drops them).
     # (entry uri, how much it moved the predicted mean return), largest first: which
-    # knowledge drove the prediction (the offline tier; empty when nothing learned did)
+    # knowledge drove the prediction (empty when nothing learned did)
     attribution: tuple[tuple[str, float], ...] = ()
+    # the offline tier's probabilities of down, flat and up over the horizon
+    outlook: tuple[float, float, float] | None = None
+    # consolidated facts in view that were malformed and so ignored
+    skipped_knowledge: int = 0
 
 
 @dataclass(frozen=True)
@@ -92,9 +98,11 @@ def parse_decision(text: str) -> Decision | Malformed:
 
 
 def decision_to_dict(decision: Decision) -> dict[str, Any]:
-    """The decision in the model's schema (the attribution is ours, never the model's)."""
+    """The decision in the model's schema (attribution, outlook and skipped knowledge
+    are ours, never the model's)."""
     data = asdict(decision)
-    del data["attribution"]
+    for ours in OURS:
+        del data[ours]
     return data
 
 

@@ -258,6 +258,9 @@ class JournalReader:
         return read_only_rows(self.path, "the decision journal", sql, args) or []
 
 
+KNOWLEDGE_SHOWN = 5  # golem status: the knowledge behind this many newest decisions
+
+
 def latest(data_dir: Path) -> dict[str, Any] | None:
     """For `golem status`: the newest decision and prediction totals, read-only."""
     path = data_dir / JOURNAL_DIR / JOURNAL_DB
@@ -270,6 +273,33 @@ def latest(data_dir: Path) -> dict[str, Any] | None:
     if not rows:
         return None
     *row, scored, hits, quality, total = rows[0]
+    recent = read_only_rows(path, "the decision journal",
+                            "SELECT tick, record FROM decisions ORDER BY tick DESC LIMIT ?",
+                            (KNOWLEDGE_SHOWN,)) or []
     return {"tick": row[0], "golem_time": row[1], "provider": row[2], "status": row[3],
             "summary": row[4], "predictions": total, "scored": scored, "hits": hits or 0,
-            "mean_quality": round(quality, 3) if quality is not None else None}
+            "mean_quality": round(quality, 3) if quality is not None else None,
+            "knowledge": [knowledge_of(tick, record) for tick, record in recent]}
+
+
+def knowledge_of(tick: int, record: str) -> dict[str, Any]:
+    """What drove a journalled decision: its prediction and the knowledge record Theta
+    wrote (attributed entries with their shares and short texts, the outlook, malformed
+    facts skipped); decisions journalled before knowledge was recorded show none."""
+    try:
+        data = json.loads(record)
+    except ValueError:
+        data = {}
+    knowledge = data.get("knowledge") if isinstance(data, dict) else None
+    decision = data.get("decision") if isinstance(data, dict) else None
+    predictions = decision.get("predictions") if isinstance(decision, dict) else None
+    first = predictions[0] if isinstance(predictions, list) and predictions else None
+    return {"tick": tick, "recorded": isinstance(knowledge, dict),
+            "prediction": ({"direction": first.get("direction"),
+                            "confidence": first.get("confidence")}
+                           if isinstance(first, dict) else None),
+            "attribution": list(knowledge.get("attribution") or [])
+            if isinstance(knowledge, dict) else [],
+            "outlook": knowledge.get("outlook") if isinstance(knowledge, dict) else None,
+            "skipped": int(knowledge.get("skipped") or 0) if isinstance(knowledge, dict)
+            else 0}

@@ -6,43 +6,66 @@ workspace holds (the feed's recent move, the consolidated knowledge the Governor
 put in, warnings and anti-knowledge, playbook rules) and answers in the same
 decision schema a model would:
 
-- knowledge first: the conditional outcomes in the workspace for this feed and
-  this trailing-move bucket (``golem.perception.market.move_bucket``) are pooled
-  by ``golem.cognition.forecast.combine``; those learned in the situation's own
-  regime count fully, those of other regimes at OTHER_REGIME_WEIGHT of their
-  confidence. The forecast's share of "up" sets the predicted direction (up or
-  down beyond DIRECTION_MARGIN of 0.5, else flat) and its confidence; the
-  decision records which entries moved the forecast and by how much
-  (``Decision.attribution``). A trade needs an expected move beyond
-  SWAP_COST (fee and impact) by MIN_EDGE, in the forecast's direction, sized
-  by how far the share of "up" is from even;
-- no matching knowledge (a newborn, or memory wiped): the interim rule, a move
-  of at least MOMENTUM over the window continues (half its size, confidence
-  rising with the move, capped at 0.8), else flat (confidence 0.55); a trade
-  on clear momentum in the move's direction;
+- the forecast: the conditional outcomes in the workspace for this feed and this
+  trailing-move bucket (``golem.perception.market.move_bucket``) are pooled by
+  ``golem.cognition.forecast.combine`` with its "no change" prior: those learned in
+  the situation's own regime (``tape_regime``, as consolidation counts them); only
+  when none of those is usable, those of other regimes, at OTHER_REGIME_WEIGHT of
+  their confidence (another regime's behaviour is a weak guide and would dilute the
+  own regime's);
+- the prior (a newborn, or memory wiped, or nothing matching): no change on average,
+  with the spread the tape itself shows (``forecast.horizon_stddev`` of the recent
+  answers over ``horizon_s``; DEFAULT_PRIOR_STDDEV without enough tape). So the
+  prediction is a three-way outlook (down, flat, up, flat being the scoring's
+  ``FLAT_BAND``), not a confident "flat": when the tape's usual move over the horizon
+  is wide, "flat" is the least likely class and up and down are even;
+- the prediction is the outlook's most likely class with its probability as the
+  confidence; an exact tie between up and down (the symmetric prior) goes to the
+  trailing move's sign (up without a move). The magnitude is the forecast's absolute
+  mean. The decision records the outlook (``Decision.outlook``) and which entries
+  moved the forecast and by how much (``Decision.attribution``);
+- a trade needs a learned expected move beyond SWAP_COST (fee and impact) by
+  MIN_EDGE, in the predicted direction: the prior alone never trades. It is sized by
+  how far the outlook leans (up minus down) and by the golem's own record, its
+  procedural facts (``FactKind.PROCEDURAL``, "strategy" "swap"): how often its swaps
+  went through, and how often its swaps of this side (buy: up, sell: down) in this
+  regime and move bucket paid after costs (``consolidation.outcomes.trade_outcomes``),
+  each as min(1, 2 (good + 1) / (total + 2)), multiplied: a record at even odds or
+  better leaves the size, a losing one shrinks it;
 - trades are swaps on the trading pool (buy WETH with USDC when up, sell it
   when down), at most TRADE_CAP_SHARE of the cage's per-action cap and
   TRADE_WALLET_SHARE of what the wallet holds of the asset it pays with; never
   with a warning in view that bears on the trade; "hold" otherwise, or under
   MIN_TRADE_USD;
+- a fact with numbers that make no sense (NaN, a count below 1, a negative stddev,
+  shares outside [0, 1]) is skipped, never used, and counted in
+  ``Decision.skipped_knowledge`` (Theta logs and counts it);
 - referenced: the entries whose text bears on the situation (warnings and
   anti-knowledge always, others when they name the subject or the move, and
-  every knowledge entry the forecast used).
+  every knowledge entry the forecast or the sizing used).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from golem.actions.proposal import ProposedAction
 from golem.cognition.decisions import Decision, Prediction
-from golem.cognition.forecast import Evidence, Forecast, combine
+from golem.cognition.forecast import (
+    DEFAULT_PRIOR_STDDEV,
+    DIRECTIONS,
+    Evidence,
+    Forecast,
+    Outlook,
+    combine,
+    horizon_stddev,
+    usable,
+)
 from golem.governor.workspace import Knowledge
-from golem.perception.market import PricePoint, move_bucket
+from golem.perception.market import TREND_MOVE, PricePoint, move_bucket
 
-MOMENTUM = 0.015
 TRADE_CAP_SHARE = 0.25
 TRADE_WALLET_SHARE = 0.1
 MIN_TRADE_USD = 1.0
@@ -51,8 +74,11 @@ _TRADE_WORDS = ("weth", "usdc", "eth/usd", "eth ")
 HORIZON_TICKS = 5
 PROVIDER = "offline"
 CONDITIONAL_OUTCOME = "conditional_outcome"  # FactKind.CONDITIONAL_OUTCOME
+PROCEDURAL = "procedural"  # FactKind.PROCEDURAL
+HORIZON_S = 300.0  # HORIZON_TICKS of Theta's default 60 s
+MIN_PRIOR_STDDEV = 1e-4  # a flat tape still leaves the prior some spread
+TIE = 1e-9
 OTHER_REGIME_WEIGHT = 0.5
-DIRECTION_MARGIN = 0.05
 SWAP_COST = 0.0035  # the pool's 0.3% fee and some price impact, as a fraction
 MIN_EDGE = 0.001
 _CAUTION = ("warning", "anti-knowledge", "anti_knowledge", "never", "revert", "honeypot")
@@ -76,67 +102,159 @@ class Situation:
     trade_pool: str = ""  # the WETH/USDC pool's address; empty: no trading
     max_notional_usd: float = 0.0  # the cage's per-action cap
     regime: str = ""  # the regime Theta reads from the tape
+    horizon_s: float = HORIZON_S  # the predictions' horizon in seconds
 
 
 def decide(situation: Situation) -> Decision:
     move = _move(situation.prices)
     words = _words(move)
-    forecast, used = _forecast(situation, move)
-    if forecast is not None:
-        return _decide_from_knowledge(situation, move, words, forecast, used)
     if move is None:
-        prediction = None
-        analysis = f"No price history for {situation.subject} yet; holding."
-    elif abs(move) >= MOMENTUM:
-        direction = "up" if move > 0 else "down"
-        confidence = min(0.8, 0.5 + 5 * abs(move))
-        prediction = Prediction(situation.subject, "price_move", direction,
-                                round(min(abs(move) / 2, 1.0), 6), round(confidence, 3),
-                                HORIZON_TICKS)
-        analysis = (f"{situation.subject} moved {move:+.2%} over the window ({words}); "
-                    f"momentum usually carries: expect {direction} over {HORIZON_TICKS} ticks.")
+        return Decision(
+            analysis=f"No price history for {situation.subject} yet; holding.",
+            actions=(ProposedAction("hold", reason="offline tier: no price history"),),
+            referenced=tuple(e.uri for e in situation.entries
+                             if _bears_on(e, situation, words)),
+            missing_context=() if situation.prices else ("price feed history",))
+    forecast, used, skipped = _forecast(situation, move)
+    direction = _direction(forecast.outlook, move)
+    sizing, why_size, size_entries, bad_procedural = _procedural(situation, direction, move)
+    skipped += bad_procedural
+    confidence = forecast.outlook[DIRECTIONS.index(direction)]
+    prediction = Prediction(situation.subject, "price_move", direction,
+                            round(min(abs(forecast.mean), 1.0), 6), round(confidence, 3),
+                            HORIZON_TICKS)
+    down, flat, up = forecast.outlook
+    minutes = situation.horizon_s / 60
+    if forecast.from_prior:
+        source = (f"nothing learned about such moves yet: the no-change prior with the "
+                  f"tape's spread ({forecast.stddev:.2%} over {minutes:g} min)")
     else:
-        prediction = Prediction(situation.subject, "price_move", "flat", 0.0, 0.55,
-                                HORIZON_TICKS)
-        analysis = (f"{situation.subject} moved {move:+.2%} over the window ({words}); "
-                    "no momentum: expect flat.")
-    referenced = tuple(e.uri for e in situation.entries if _bears_on(e, situation, words))
+        source = (f"from {len(used)} learned outcome(s) of such moves: expect "
+                  f"{forecast.mean:+.2%} (stddev {forecast.stddev:.2%})")
+    analysis = (f"{situation.subject} moved {move:+.2%} over the window ({words}); {source}. "
+                f"Outlook down {down:.0%}, flat {flat:.0%}, up {up:.0%}: {direction} over "
+                f"{HORIZON_TICKS} ticks.")
+    if skipped:
+        analysis += f" {skipped} malformed fact(s) ignored."
     cautions = sum(1 for e in situation.entries if _cautionary(e))
     if cautions:
         analysis += f" {cautions} warning(s) in view."
     if situation.escalations:
         analysis += f" {situation.escalations} escalated event(s) this tick."
-    action = _trade(situation, move)
+    action = _trade(situation, forecast, direction, sizing, why_size)
     if action.kind != "hold":
-        analysis += f" Acting small: {action.reason}"
-    return Decision(analysis=analysis, predictions=(prediction,) if prediction else (),
-                    actions=(action,),
+        analysis += f" Acting: {action.reason}"
+    cited = {e.uri for e in (*used, *size_entries)}
+    referenced = tuple(e.uri for e in situation.entries
+                       if e.uri in cited or _bears_on(e, situation, words))
+    return Decision(analysis=analysis, predictions=(prediction,), actions=(action,),
                     referenced=referenced,
-                    missing_context=() if situation.prices else ("price feed history",))
+                    attribution=tuple((uri, round(share, 8))
+                                      for uri, share in forecast.contributions),
+                    outlook=(round(down, 6), round(flat, 6), round(up, 6)),
+                    skipped_knowledge=skipped)
+
+
+def cited_attribution(situation: Situation, cited: frozenset[str] | set[str],
+                      ) -> tuple[tuple[tuple[str, float], ...], int]:
+    """A model tier's attribution: the entries it cited, pooled as this tier pools them
+    (the conditional outcomes for this feed and move bucket among the cited entries,
+    ``_forecast``), each with its share of the pooled mean; and how many of the cited
+    facts were malformed. Nothing cited that carries numbers: ()."""
+    move = _move(situation.prices)
+    if move is None:
+        return (), 0
+    only = replace(situation, entries=tuple(e for e in situation.entries if e.uri in cited))
+    forecast, _, skipped = _forecast(only, move)
+    return tuple((uri, round(share, 8)) for uri, share in forecast.contributions), skipped
+
+
+def _direction(outlook: Outlook, move: float) -> str:
+    """The most likely class; an exact up/down tie goes to the trailing move's sign."""
+    down, flat, up = outlook
+    if abs(up - down) <= TIE and max(up, down) >= flat:
+        return "down" if move < 0 else "up"
+    return DIRECTIONS[max(range(3), key=lambda i: (outlook[i], -abs(i - 1)))]
 
 
 def _forecast(situation: Situation,
-              move: float | None) -> tuple[Forecast | None, tuple[Entry, ...]]:
-    """The pooled forecast of the matching conditional outcomes, or None without any."""
-    if move is None:
-        return None, ()
+              move: float) -> tuple[Forecast, tuple[Entry, ...], int]:
+    """The pooled forecast of the matching conditional outcomes (the prior without any),
+    the entries it used, and how many matching facts were malformed."""
     bucket, feed = move_bucket(move), situation.subject.lower()
-    evidence, used = [], []
+    matching = [e for e in situation.entries if e.knowledge is not None
+                and e.knowledge.kind == CONDITIONAL_OUTCOME
+                and str(e.knowledge.fact.get("feed", "")).lower() == feed
+                and e.knowledge.fact.get("bucket") == bucket]
+    own = [e for e in matching if not situation.regime
+           or (e.knowledge is not None and e.knowledge.fact.get("regime") == situation.regime)]
+    usable_own = [e for e in own if usable(_evidence(e, 1.0))]
+    # another regime's outcomes stand in only when this regime's say nothing usable
+    chosen = [(e, 1.0) for e in own] if usable_own else \
+        [(e, 1.0 if e in own else OTHER_REGIME_WEIGHT) for e in matching]
+    evidence = [_evidence(e, scale) for e, scale in chosen]
+    used = [e for e, _ in chosen]
+    prior = horizon_stddev(situation.prices, situation.horizon_s)
+    prior_sd = prior if prior is not None and prior >= MIN_PRIOR_STDDEV else (
+        DEFAULT_PRIOR_STDDEV if prior is None else MIN_PRIOR_STDDEV)
+    forecast = combine(evidence, prior_sd)
+    kept = tuple(e for e, ev in zip(used, evidence, strict=True) if usable(ev))
+    return forecast, kept, forecast.skipped
+
+
+def _evidence(entry: Entry, scale: float) -> Evidence:
+    """A conditional-outcome entry as evidence, its confidence times ``scale``."""
+    assert entry.knowledge is not None
+    k = entry.knowledge
+    count = k.fact.get("n_eff", k.fact.get("n"))  # independent spans where counted
+    return Evidence(entry.uri, _number(count), _number(k.fact.get("mean")),
+                    _number(k.fact.get("stddev")), _number(k.fact.get("p_up")),
+                    _number(k.confidence) * scale)
+
+
+def _procedural(situation: Situation, direction: str,
+                move: float) -> tuple[float, str, tuple[Entry, ...], int]:
+    """The size factor from the golem's own record with swaps (module docstring), why,
+    the entries it came from, and how many such facts were malformed."""
+    side = {"up": "buy", "down": "sell"}.get(direction)
+    bucket = move_bucket(move)
+    attempts = succeeded = trades = paid = 0.0
+    used: list[Entry] = []
+    bad = 0
     for entry in situation.entries:
         k = entry.knowledge
-        if k is None or k.kind != CONDITIONAL_OUTCOME or str(k.fact.get("feed", "")).lower() \
-                != feed or k.fact.get("bucket") != bucket:
+        if k is None or k.kind != PROCEDURAL or k.fact.get("strategy") != "swap":
             continue
-        own = not situation.regime or k.fact.get("regime") == situation.regime
-        weight = k.confidence if own else k.confidence * OTHER_REGIME_WEIGHT
-        evidence.append(Evidence(entry.uri, _number(k.fact.get("n")),
-                                 _number(k.fact.get("mean")), _number(k.fact.get("stddev")),
-                                 _number(k.fact.get("p_up")), weight))
+        if "trades" in k.fact:  # the market's verdict on our swaps in one situation
+            if (k.fact.get("side"), k.fact.get("regime"), k.fact.get("bucket")) != (
+                    side, situation.regime, bucket):
+                continue
+            n, ok = _number(k.fact.get("trades")), _number(k.fact.get("paid"))
+        else:  # whether our swaps went through at all
+            n, ok = _number(k.fact.get("attempts")), _number(k.fact.get("succeeded"))
+        if not (math.isfinite(n) and math.isfinite(ok) and n >= 1 and 0 <= ok <= n):
+            bad += 1
+            continue
+        if "trades" in k.fact:
+            trades, paid = trades + n, paid + ok
+        else:
+            attempts, succeeded = attempts + n, succeeded + ok
         used.append(entry)
-    if not evidence:
-        return None, ()
-    forecast = combine(evidence)
-    return (None, ()) if forecast.from_prior else (forecast, tuple(used))
+    if not used:
+        return 1.0, "", (), bad
+    went = _record_factor(succeeded, attempts)
+    won = _record_factor(paid, trades)
+    why = [f"{succeeded:g} of {attempts:g} of our swaps went through"] if attempts else []
+    if trades:
+        why.append(f"{paid:g} of {trades:g} of our {side}s in this situation paid")
+    factor = went * won
+    return factor, f"size x{factor:.2f} ({'; '.join(why)})", tuple(used), bad
+
+
+def _record_factor(good: float, total: float) -> float:
+    """min(1, 2 (good + 1) / (total + 2)): 1 without a record or with one at even odds or
+    better (a uniform prior on the rate, doubled), below 1 for a losing one."""
+    return min(1.0, 2.0 * (good + 1.0) / (total + 2.0)) if total else 1.0
 
 
 def _number(value: object) -> float:
@@ -146,46 +264,24 @@ def _number(value: object) -> float:
     return float(value)
 
 
-def _decide_from_knowledge(situation: Situation, move: float | None, words: str,
-                           forecast: Forecast, used: tuple[Entry, ...]) -> Decision:
-    lean = forecast.p_up - 0.5
-    direction = "flat" if abs(lean) < DIRECTION_MARGIN else ("up" if lean > 0 else "down")
-    confidence = max(forecast.p_up, 1.0 - forecast.p_up)
-    prediction = Prediction(situation.subject, "price_move", direction,
-                            round(min(abs(forecast.mean), 1.0), 6), round(confidence, 3),
-                            HORIZON_TICKS)
-    analysis = (f"{situation.subject} moved {move or 0.0:+.2%} over the window ({words}). "
-                f"From {len(used)} learned outcome(s) of such moves: expect "
-                f"{forecast.mean:+.2%} (stddev {forecast.stddev:.2%}), up with probability "
-                f"{forecast.p_up:.0%}: {direction} over {HORIZON_TICKS} ticks.")
-    if forecast.skipped:
-        analysis += f" {forecast.skipped} malformed fact(s) ignored."
-    cautions = sum(1 for e in situation.entries if _cautionary(e))
-    if cautions:
-        analysis += f" {cautions} warning(s) in view."
+def _trade(situation: Situation, forecast: Forecast, direction: str, sizing: float,
+           why_size: str) -> ProposedAction:
+    """A swap in the predicted direction when the learned edge clears the costs."""
+    if forecast.from_prior:
+        return ProposedAction("hold", reason="offline tier: nothing learned about this "
+                                             "situation yet (the prior expects no change)")
     edge = abs(forecast.mean) - SWAP_COST
-    if direction == "flat" or edge < MIN_EDGE:
-        action = ProposedAction("hold", reason="offline tier: no edge after costs "
-                                               f"({forecast.mean:+.2%} expected)")
-    else:
-        action = _swap(situation, up=direction == "up", share=min(1.0, 2 * abs(lean)),
-                       why=f"{forecast.mean:+.2%} expected from learned outcomes")
-    if action.kind != "hold":
-        analysis += f" Acting: {action.reason}"
-    cited = {e.uri for e in used}
-    referenced = tuple(e.uri for e in situation.entries
-                       if e.uri in cited or _bears_on(e, situation, words))
-    return Decision(analysis=analysis, predictions=(prediction,), actions=(action,),
-                    referenced=referenced,
-                    attribution=tuple((uri, round(share, 8))
-                                      for uri, share in forecast.contributions))
-
-
-def _trade(situation: Situation, move: float | None) -> ProposedAction:
-    """A small momentum swap, or hold (see the module docstring)."""
-    if move is None or abs(move) < MOMENTUM or not situation.trade_pool:
-        return ProposedAction("hold", reason="offline tier: no clear momentum")
-    return _swap(situation, up=move > 0, share=1.0, why=f"on a {move:+.2%} move")
+    agrees = (direction == "up" and forecast.mean > 0) or \
+        (direction == "down" and forecast.mean < 0)
+    if not agrees or edge < MIN_EDGE:
+        return ProposedAction("hold", reason="offline tier: no edge after costs "
+                                             f"({forecast.mean:+.2%} expected)")
+    down, _, up = forecast.outlook
+    why = f"{forecast.mean:+.2%} expected from learned outcomes"
+    if why_size:
+        why += f"; {why_size}"
+    return _swap(situation, up=direction == "up", share=min(1.0, abs(up - down)) * sizing,
+                 why=why)
 
 
 def _swap(situation: Situation, *, up: bool, share: float, why: str) -> ProposedAction:
@@ -224,11 +320,11 @@ def _words(move: float | None) -> str:
         return "unknown"
     if move <= -0.05:
         return "crashing"
-    if move <= -MOMENTUM:
+    if move <= -TREND_MOVE:
         return "falling"
     if move >= 0.05:
         return "surging"
-    return "rising" if move >= MOMENTUM else "steady"
+    return "rising" if move >= TREND_MOVE else "steady"
 
 
 def _cautionary(entry: Entry) -> bool:

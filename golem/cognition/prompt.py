@@ -9,7 +9,10 @@ compression") and safety:
   not reorder (and uncache) the prefix. One ``cache_control`` breakpoint closes it.
 * user turn, the frame: the workspace of the last I-frame (the *keyframe*), in the
   workspace's order; grimoire entries as ``search_result`` blocks with citations
-  enabled (so Loop 1 learns from citations), live state as text, untrusted
+  enabled (so Loop 1 learns from citations, and Theta attributes the decision to the
+  cited knowledge), a consolidated fact's numbers restated after its text as one
+  "Learned:" line (``knowledge_text``: counts, conditions, confidence), live state as
+  text, untrusted
   (on-chain) items only inside ``untrusted.fence`` blocks. A breakpoint closes it.
 * user turn, after the frame: on a P-frame only, one "changes" section per P-frame
   sent since the keyframe (withdrawn entries named, new and changed ones restated,
@@ -39,7 +42,8 @@ from golem.actions.proposal import ACTION_KINDS
 from golem.chain.untrusted import UntrustedText, fence
 from golem.cognition.decisions import DIRECTIONS
 from golem.governor.categories import Category
-from golem.governor.workspace import Block, CognitiveWorkspace, Disclosure, Placed
+from golem.governor.workspace import Block, CognitiveWorkspace, Disclosure, Knowledge, Placed
+from golem.perception.market import BUCKET_WORDS
 from golem.redact import redact
 
 GRIMOIRE_SCHEME = "grimoire://"
@@ -249,6 +253,39 @@ def _section(title: str, preamble: Sequence[str], items: Sequence[Placed]) -> st
     return "\n".join([f"# {title}", *preamble, *(_line(p) for p in ordered)])
 
 
+def knowledge_text(k: Knowledge) -> str:
+    """A consolidated fact's numbers for a model to weigh: what it is conditioned on, how
+    many cases it rests on, what they did, and how much the golem trusts it. Empty for
+    a kind without a rendering or numbers that are not all there (the text still is)."""
+    f = k.fact
+    try:
+        if k.kind == "conditional_outcome":
+            shares = f.get("shares")
+            split = (f"; down {shares[0]:.0%} / flat {shares[1]:.0%} / up {shares[2]:.0%} "
+                     "(flat: within 0.2%)" if isinstance(shares, list) and len(shares) == 3
+                     else "")
+            return (f"Learned: conditions feed {f['feed']}, regime {f['regime']}, trailing "
+                    f"move {BUCKET_WORDS.get(str(f['bucket']), f['bucket'])} over "
+                    f"{float(f['lookback_s']) / 60:g} min; outcome over the next "
+                    f"{float(f['horizon_s']) / 60:g} min in n={int(f['n'])} cases: mean "
+                    f"{float(f['mean']):+.3%}, stddev {float(f['stddev']):.3%}, positive in "
+                    f"{float(f['p_up']):.0%}{split}; confidence {k.confidence:.2f}.")
+        if k.kind == "procedural" and "trades" in f:
+            return (f"Learned: our own {f['side']}s ({f['strategy']}) in regime "
+                    f"{f['regime']} after a trailing move "
+                    f"{BUCKET_WORDS.get(str(f['bucket']), f['bucket'])} paid after costs "
+                    f"in {int(f['paid'])} of {int(f['trades'])} trades over the next "
+                    f"{float(f['horizon_s']) / 60:g} min, mean edge "
+                    f"{float(f['mean_edge']):+.3%}; confidence {k.confidence:.2f}.")
+        if k.kind == "procedural":
+            return (f"Learned: our own '{f['strategy']}' succeeded {int(f['succeeded'])} of "
+                    f"{int(f['attempts'])} attempts, mean P&L "
+                    f"{float(f['pnl_mean_usd']):+.4f} USD; confidence {k.confidence:.2f}.")
+    except (KeyError, TypeError, ValueError, IndexError):
+        return ""
+    return ""
+
+
 def _changing(block: Block, untrusted: list[Placed], mark: str = "") -> list[dict[str, Any]]:
     """One category's user-turn items: a heading, search_result blocks, live state as text.
 
@@ -268,6 +305,9 @@ def _changing(block: Block, untrusted: list[Placed], mark: str = "") -> list[dic
                 if p.disclosure is Disclosure.SUMMARY else ""
             text = fence(c.source, [UntrustedText(p.content, "", UNTRUSTED_MAX_CHARS)]) \
                 if c.untrusted else p.content
+            numbers = knowledge_text(c.knowledge) if c.knowledge is not None else ""
+            if numbers:
+                text = f"{text}\n{numbers}"
             results.append({
                 "type": "search_result", "source": c.source,
                 "title": f"{block.category.value}: {c.id}{summary}",

@@ -9,10 +9,16 @@ tier router picks the offline tier (T0) or a model tier (T1/T2, when a model is
 configured and affordable), which decides over that workspace; every proposed
 action passes the policy cage; the decision, its predictions and its
 Loop 1 outcome (categories injected and referenced, missing context) are
-journalled in one transaction. Predictions whose horizon passed are scored
-against the price Gamma observed, which gives each outcome its quality. Every
-`loop2_every` ticks, or when the market regime changes, Loop 2 turns scored
-outcomes into a new policy revision (at most 0.02 per category). I-frame /
+journalled in one transaction; the record carries the knowledge behind the decision
+(``knowledge_record``: the attributed entries with their shares and short texts, the
+offline tier's outlook, malformed facts skipped; those are also logged and emitted as
+``KnowledgeSkipped``). A model decision is attributed to the learned entries it cited
+or referenced (``offline.cited_attribution``). The offline tier also gets the
+situation's own facts looked up by key (``_situation_facts``), so a fact about exactly
+this situation counts even when recall ranked it out of the workspace. Predictions
+whose horizon passed are scored against the price Gamma observed, which gives each
+outcome its quality. Every `loop2_every` ticks, or when the market regime changes,
+Loop 2 turns scored outcomes into a new policy revision (at most 0.02 per category). I-frame /
 P-frame bookkeeping (seed 002 S2.2, golem.cognition.frames): an I-frame's workspace
 becomes the keyframe, sent in full (and cached by the API); each P-frame after it
 resends the previous request byte-identical (read from the cache) plus the changes
@@ -23,10 +29,8 @@ portfolio before signing; without one nothing acts on chain.
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
@@ -47,19 +51,23 @@ from golem.events import (
     ContextPolicyUpdated,
     ContextRegimeOverride,
     EventBus,
+    KnowledgeSkipped,
 )
 from golem.gamma.handoff import Escalation, GammaHandoff
 from golem.governor.categories import Category, MarketRegime, Phase
 from golem.governor.feedback import FeedbackSample, run_loop2
 from golem.governor.governor import Assembly, ContextGovernor, LiveItem
 from golem.governor.policy_store import PolicyConflict, PolicyStore
-from golem.governor.workspace import CognitiveWorkspace
+from golem.governor.workspace import CognitiveWorkspace, Knowledge, one_line
+from golem.grimoire.records import Status
 from golem.perception.market import (
     BUCKET_WORDS,
     PricePoint,
     move_bucket,
     move_label,
     move_phrase,
+    situation_keys,
+    tape_regime,
 )
 from golem.runtime.handlers import TickContext, TickCounters
 
@@ -78,7 +86,7 @@ TRADING_STRATEGY = ("Observe the market and predict price moves over the next ti
                     "evidence is clear and no warning bears on it; otherwise hold. Capital is "
                     "finite, every model call is paid from it, and a dying golem only reduces "
                     "risk.")
-VOLATILE_STEP = 0.008  # stdev of feed moves above this reads as a volatile market
+KNOWLEDGE_TEXT_CHARS = 160
 _MISSING_WORDS = ((("price", "pool", "position", "liquidity", "feed"), Category.DEFI_SNAPSHOT),
                   (("warning", "risk", "revert", "honeypot"), Category.INVARIANTS),
                   (("history", "episode", "swap", "event"), Category.EPISODES),
@@ -86,18 +94,24 @@ _MISSING_WORDS = ((("price", "pool", "position", "liquidity", "feed"), Category.
 
 
 def market_regime(prices: tuple[PricePoint, ...]) -> MarketRegime:
-    """The regime as the Governor sees it, from the feed's recent answers (pure)."""
-    if len(prices) < 3:
-        return MarketRegime.CALM
-    steps = [b.price / a.price - 1.0 for a, b in itertools.pairwise(prices)]
-    move = prices[-1].price / prices[0].price - 1.0
-    mean = sum(steps) / len(steps)
-    spread = math.sqrt(sum((s - mean) ** 2 for s in steps) / len(steps))
-    if move <= -0.05:
-        return MarketRegime.CRASH
-    if spread >= VOLATILE_STEP:
-        return MarketRegime.VOLATILE
-    return MarketRegime.TRENDING if abs(move) >= offline.MOMENTUM else MarketRegime.CALM
+    """The regime as the Governor sees it, from the feed's recent answers (pure:
+    ``golem.perception.market.tape_regime``, which consolidation counts outcomes by)."""
+    return MarketRegime(tape_regime(prices))
+
+
+def knowledge_record(decision: Decision | None,
+                     entries: tuple[offline.Entry, ...]) -> dict[str, Any]:
+    """What the journal keeps of the knowledge behind a decision: each attributed entry
+    with its share of the predicted mean and its short text, the outlook, and how many
+    malformed facts were skipped."""
+    if decision is None:
+        return {"attribution": [], "outlook": None, "skipped": 0}
+    texts = {e.uri: e.text for e in entries}
+    return {"attribution": [{"uri": uri, "share": share,
+                             "text": one_line(texts.get(uri, ""), KNOWLEDGE_TEXT_CHARS)}
+                            for uri, share in decision.attribution],
+            "outlook": list(decision.outlook) if decision.outlook else None,
+            "skipped": decision.skipped_knowledge}
 
 
 def missing_categories(signals: tuple[str, ...]) -> frozenset[str]:
@@ -169,9 +183,12 @@ class ThetaCycle:
     vitality_reader: Callable[[], VitalitySignal] | None = None
     # carries accepted actions out on chain (golem.actions.execution); None: record only
     executor: Executor | None = None
-    # off: no MEMORY.md, PLAYBOOK.md or scratch notes in the workspace (the Governor is
-    # built without recall too: the lab's no-memory arm)
+    # off: no MEMORY.md, PLAYBOOK.md or scratch notes in the workspace and no lookup of
+    # the situation's facts (the Governor is built without recall too: the lab's
+    # no-memory arm)
     memory: bool = True
+    # the predictions' horizon in seconds (offline.HORIZON_TICKS Theta ticks)
+    horizon_s: float = offline.HORIZON_S
     name: str = "theta-decision"
     _regime: MarketRegime | None = field(default=None, init=False)
     _frames: Keyframes = field(default_factory=Keyframes, init=False)
@@ -200,7 +217,9 @@ class ThetaCycle:
             keyframe.used + round(share * ws.total_budget)
         tier = await self._tier([e.curiosity for e in seen.escalations], seen.phase,
                                 sent_tokens)
-        think = await self._think(tier, ws, seen.feed, prices=seen.prices, entries=entries,
+        keyed = await self._situation_facts(seen.feed, seen.prices, entries)
+        think = await self._think(tier, ws, seen.feed, prices=seen.prices,
+                                  entries=(*entries, *keyed),
                                   escalated=len(seen.escalated), keyframe=keyframe,
                                   links=links, holdings=holdings)
         if think.provider == ANTHROPIC:  # the request was sent: cached from now on
@@ -213,6 +232,11 @@ class ThetaCycle:
             tick=ctx.tick, now=ctx.clock.now()) if self.executor else []
         record = self._record(ctx.tick, assembly, decision, verdicts,
                               escalated=seen.escalated, regime=seen.regime)
+        record["knowledge"] = knowledge_record(decision, (*entries, *keyed))
+        skipped = decision.skipped_knowledge if decision else 0
+        if skipped:
+            log.warning("malformed knowledge skipped", count=skipped, tick=ctx.tick)
+            self._emit(KnowledgeSkipped(ctx.tick, skipped))
         # query, phase and live items let Loop 3 re-assemble this tick under other policies
         record.update(query=query, phase=seen.phase.value,
                       live=[asdict(item) for item in live],
@@ -232,6 +256,8 @@ class ThetaCycle:
                 "policy_revision": revised or assembly.policy_revision,
                 "tier": int(tier.value[1]), "cost_usd": think.cost_usd,
                 "malformed": int(think.status == "malformed"),
+                "knowledge_used": len(record["knowledge"]["attribution"]),
+                "knowledge_skipped": skipped,
                 **{f"actions_{k}": sum(r.status == s for r in executed) for k, s in
                    (("executed", "ok"), ("reverted", "reverted"), ("dry_run", "dry_run"))}}
 
@@ -299,14 +325,18 @@ class ThetaCycle:
             pool = ""  # the cage would refuse any trade there: the offline tier holds
         situation = offline.Situation(feed or "no feed", prices, entries, escalated,
                                       holdings, pool, self.cage.max_notional_usd,
-                                      market_regime(prices).value)
+                                      market_regime(prices).value, self.horizon_s)
         if tier is Tier.T0 or self.model is None:
             return Thought(offline.decide(situation), offline.PROVIDER, "", "ok")
         made = await self.model.decide(tier, ws, strategy=self._strategy,
                                        situation=self._situation(feed, prices), keyframe=keyframe,
                                        links=links)
         if isinstance(made.decision, Decision):
-            return Thought(made.decision, ANTHROPIC, made.model, "ok", made.cost_usd,
+            attribution, skipped = offline.cited_attribution(
+                situation, made.cited | set(made.decision.referenced))
+            decision = replace(made.decision, attribution=attribution,
+                               skipped_knowledge=skipped)
+            return Thought(decision, ANTHROPIC, made.model, "ok", made.cost_usd,
                            cited=made.cited)
         if isinstance(made.decision, Malformed):
             log.warning("malformed model output recorded, not acted on",
@@ -318,6 +348,28 @@ class ThetaCycle:
                        note=f"model unavailable: {made.error}")
 
     # --- inputs --------------------------------------------------------------------
+
+    async def _situation_facts(self, feed: str | None, prices: tuple[PricePoint, ...],
+                               seen: tuple[offline.Entry, ...]) -> tuple[offline.Entry, ...]:
+        """The situation's own facts by key (``situation_keys``: its feed's outcomes after
+        this kind of move, the golem's swap records), active ones the workspace does not
+        already hold: recall ranks by meaning, and a fact about exactly this situation
+        may rank out of the workspace. For the offline tier only (the model sees the
+        workspace); not counted as injected context in Loop 1."""
+        if not self.memory or not feed or len(prices) < 2 or prices[0].price <= 0:
+            return ()
+        bucket = move_bucket(prices[-1].price / prices[0].price - 1.0)
+        grimoire = self.grimoire_governor.grimoire
+        found = await grimoire.entries_by_fact_key(situation_keys(feed, bucket, self.horizon_s))
+        have = {e.uri for e in seen}
+        out = []
+        for entry in found.values():
+            uri = f"grimoire://{entry.namespace}/{entry.entry_type.value}/{entry.id}"
+            if entry.status is not Status.ACTIVE or uri in have or entry.fact_kind is None:
+                continue
+            out.append(offline.Entry(uri, entry.entry_type.value, entry.text, Knowledge(
+                entry.fact_kind.value, entry.fact, entry.confidence)))
+        return tuple(sorted(out, key=lambda e: e.uri))
 
     def _feed(self) -> tuple[str | None, tuple[PricePoint, ...]]:
         return self.gamma.latest_feed() if self.gamma is not None else (None, ())
@@ -339,8 +391,9 @@ class ThetaCycle:
         move = prices[-1].price / prices[0].price - 1.0 if len(prices) >= 2 and \
             prices[0].price > 0 else None
         if feed and move is not None:  # the learned outcomes of situations like this one
-            query += (f"; after oracle feed {feed} {BUCKET_WORDS[move_bucket(move)]} in "
-                      f"regime {regime}, what the next minutes returned")
+            words = BUCKET_WORDS[move_bucket(move)]
+            query += (f"; after oracle feed {feed} {words} in regime {regime}, what the next "
+                      f"minutes returned, and whether our own buys and sells of WETH paid")
         return query
 
     @staticmethod

@@ -6,7 +6,10 @@
 A run reads the episodes captured since its cursor, passes them through the quality
 gate, selects the replay set (recent by priority, older ones by Mattar-Daw utility),
 clusters it, extracts fact candidates, and reinforces the entries that already hold
-the same fact key or writes new ones (contradictions quarantined). Causal relations
+the same fact key or writes new ones (contradictions quarantined). Conditional outcomes
+(``outcomes.py``) also read the episodes of the outcome lookback and horizon before the
+cursor, as price history only: an answer's outcome is counted in the run that first
+sees its horizon end, so a short Delta interval still learns them. Causal relations
 are also linked in the causal graph between the two pools' rate baselines. Then decay
 and eviction. A run with nothing new replays nothing (old episodes are mixed into
 new ones, never re-counted alone) but still decays. The cursor (the newest episode
@@ -164,6 +167,9 @@ class ConsolidationEngine:
             old = [] if first else await g.verified_episodes(after - p.old_horizon_s, after,
                                                              p.old_pool)
             by_id = {e.id: e for e in [*old, *recent]}
+            context = [] if first else await g.episodes_window(
+                after - p.extract.outcome_lookback_s - p.extract.outcome_horizon_s, after,
+                p.max_new_episodes)
             replay_ids = await anyio.to_thread.run_sync(
                 _select, list(by_id.values()), None if first else after, now, p.replay,
                 p.seed + tick)
@@ -173,8 +179,9 @@ class ConsolidationEngine:
             def learn() -> tuple[list[clusters.Cluster], list[FactCandidate]]:
                 groups = clusters.cluster([(e.id, e.protocol, e.payload) for e in replayed],
                                           vectors, p.cluster_threshold)
-                return groups, extract.extract(recent, window, p.extract,
-                                               p.seed + tick)
+                return groups, extract.extract(recent, window, p.extract, p.seed + tick,
+                                               context=context,
+                                               counted_after=None if first else after)
 
             groups, found = await anyio.to_thread.run_sync(learn)
             counts.update(await self._store(found, now))

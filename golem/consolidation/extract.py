@@ -43,6 +43,10 @@ class ExtractParams:
     outcome_lookback_s: float = 600.0
     outcome_horizon_s: float = 300.0
     outcome_min_samples: int = 5
+    # The golem's own swaps per (side, regime, bucket): a run sees a trade or two per
+    # situation, so every one counts; the facts pool across runs and the offline tier
+    # smooths them ((paid + 1) / (trades + 2)).
+    min_trades: int = 1
 
 
 def chain_events(episodes: Sequence[Episode]) -> list[Episode]:
@@ -53,8 +57,14 @@ def chain_events(episodes: Sequence[Episode]) -> list[Episode]:
 
 
 def extract(recent: Sequence[Episode], window: tuple[float, float], params: ExtractParams,
-            seed: int) -> list[FactCandidate]:
-    """All candidates; keys are unique (the first of a duplicate key wins)."""
+            seed: int, *, context: Sequence[Episode] = (),
+            counted_after: float | None = None) -> list[FactCandidate]:
+    """All candidates; keys are unique (the first of a duplicate key wins).
+
+    ``context``: episodes observed before ``recent`` (the last outcome lookback and
+    horizon before the cursor), read only as the conditional outcomes' price history;
+    ``counted_after``: the cursor, so each oracle answer's outcome is counted in exactly
+    one run (``outcomes.conditional_outcomes``)."""
     start, end = window
     window_market = chain_events(recent)
     out: list[FactCandidate] = []
@@ -70,8 +80,13 @@ def extract(recent: Sequence[Episode], window: tuple[float, float], params: Extr
         if found is not None:
             out.append(found)
     out += outcomes.conditional_outcomes(
-        window_market, lookback_s=params.outcome_lookback_s,
-        horizon_s=params.outcome_horizon_s, min_samples=params.outcome_min_samples)
+        [*chain_events(context), *window_market], lookback_s=params.outcome_lookback_s,
+        horizon_s=params.outcome_horizon_s, min_samples=params.outcome_min_samples,
+        counted_after=counted_after)
+    out += outcomes.trade_outcomes(
+        [*context, *recent], lookback_s=params.outcome_lookback_s,
+        horizon_s=params.outcome_horizon_s, min_trades=params.min_trades,
+        counted_after=counted_after)
     out += facts.anti_knowledge(recent, params.min_reverts, params.min_revert_share)
     out += facts.procedural(recent, params.min_outcomes)
     unique: dict[str, FactCandidate] = {}
@@ -104,6 +119,9 @@ def merge_fact(kind: FactKind | None, old: Mapping[str, Any],
                 f"{fact['reverts']} of {fact['attempts']} attempts")
             fact["warning"] = text
             return fact, text
+        if kind == FactKind.PROCEDURAL and "trades" in new.fact:
+            fact = outcomes.merge_trade_outcome(old, new.fact)
+            return fact, outcomes.trade_text(fact)
         if kind == FactKind.PROCEDURAL:
             n_old, n_new = int(old["pnl_n"]), int(new.fact["pnl_n"])
             n = n_old + n_new

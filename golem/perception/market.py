@@ -9,9 +9,18 @@ the recent move of the feeds' answers), never the simulator's ground truth.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 WINDOW_S = 600.0
+# The tape's regime (tape_regime): a fall of CRASH_MOVE or more over the window is a
+# crash; else a standard deviation of answer-to-answer returns of VOLATILE_STEP or more
+# is volatile; else a move of TREND_MOVE or more either way is trending; else calm.
+CRASH_MOVE = -0.05
+VOLATILE_STEP = 0.008
+TREND_MOVE = 0.015
+TAPE_REGIMES = ("calm", "trending", "volatile", "crash")
 LARGE_RATIO, VERY_LARGE_RATIO = 5.0, 20.0
 # price move over the window -> label, checked in order
 MOVES: tuple[tuple[float, str], ...] = (
@@ -27,6 +36,25 @@ BUCKET_WORDS = {"fell_hard": "fell 1.5% or more", "fell": "fell 0.5-1.5%",
                 "rose_hard": "rose 1.5% or more"}
 
 
+def outcome_key(feed: str, regime: str, bucket: str, horizon_s: float) -> str:
+    """The key consolidation files a conditional outcome under (and Theta looks it up by)."""
+    return f"outcome|{feed.lower()}|{regime}|{bucket}|{int(horizon_s)}"
+
+
+def trade_key(side: str, regime: str, bucket: str, horizon_s: float) -> str:
+    """The key of the golem's record with swaps of a side ("buy", "sell") in a situation."""
+    return f"procedural|swap|{side}|{regime}|{bucket}|{int(horizon_s)}"
+
+
+def situation_keys(feed: str, bucket: str, horizon_s: float) -> tuple[str, ...]:
+    """Every key a situation's own facts can have: its feed's outcomes after a move of
+    this bucket in each regime, the swap records of both sides in each, and the swap
+    record of all situations ("procedural|swap")."""
+    return (*(outcome_key(feed, r, bucket, horizon_s) for r in TAPE_REGIMES),
+            *(trade_key(side, r, bucket, horizon_s) for side in ("buy", "sell")
+              for r in TAPE_REGIMES), "procedural|swap")
+
+
 def move_bucket(move: float) -> str:
     """The bucket of a trailing move (a fraction: -0.02 is a 2% fall)."""
     for bound, name in MOVE_BUCKETS:
@@ -39,6 +67,23 @@ def move_bucket(move: float) -> str:
 class PricePoint:
     time: float  # the feed's own updatedAt (chain time)
     price: float
+
+
+def tape_regime(points: tuple[PricePoint, ...]) -> str:
+    """The market's regime read from a feed's answers over the window, oldest first (the
+    constants above); "calm" with fewer than three answers. Theta reads the situation by
+    it and consolidation counts conditional outcomes by it, so the two agree."""
+    if len(points) < 3 or min(p.price for p in points) <= 0:
+        return "calm"
+    steps = [b.price / a.price - 1.0 for a, b in itertools.pairwise(points)]
+    move = points[-1].price / points[0].price - 1.0
+    mean = sum(steps) / len(steps)
+    spread = math.sqrt(sum((s - mean) ** 2 for s in steps) / len(steps))
+    if move <= CRASH_MOVE:
+        return "crash"
+    if spread >= VOLATILE_STEP:
+        return "volatile"
+    return "trending" if abs(move) >= TREND_MOVE else "calm"
 
 
 def record(points: tuple[PricePoint, ...], point: PricePoint,

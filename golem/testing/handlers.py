@@ -104,14 +104,19 @@ class Escalator:
 
     name = "test-escalator"
 
-    def __init__(self, curiosity: float = 0.95) -> None:
+    def __init__(self, curiosity: float = 0.95, *, alternate_ticks: int = 0) -> None:
+        """``alternate_ticks`` > 0: escalate for that many Gamma ticks, then not for as
+        many, and so on (so Theta alternates between a model tier and the offline one)."""
         self.capture: GammaCapture | None = None
         self.curiosity = curiosity
+        self.alternate_ticks = alternate_ticks
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
         from golem.gamma.handoff import Escalation  # noqa: PLC0415
 
         assert self.capture is not None, "Escalator.capture was never set"
+        if self.alternate_ticks and (ctx.tick // self.alternate_ticks) % 2:
+            return None
         self.capture.to_theta.escalate([Escalation(f"escalated-{ctx.tick}", self.curiosity,
                                                     "test")])
         return None

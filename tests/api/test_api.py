@@ -197,7 +197,8 @@ def test_metrics_parse_and_counters_move(client: httpx.Client) -> None:
                  "golem_episodes_total", "golem_memory_entries",
                  "golem_recall_duration_seconds_count", "golem_llm_tokens_total",
                  "golem_llm_cost_usd_total", "golem_budget_remaining_usd", "golem_pnl_usd",
-                 "golem_curator_actions_total", "golem_build_info"):
+                 "golem_curator_actions_total", "golem_knowledge_skipped_total",
+                 "golem_build_info"):
         assert name in names, name
 
     def ticks(values: dict[str, float]) -> float:

@@ -10,7 +10,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem.cognition.forecast import PRIOR_WEIGHT, Evidence, brier, combine
+from golem.cognition.forecast import (
+    PRIOR_WEIGHT,
+    Evidence,
+    brier,
+    brier3,
+    combine,
+    horizon_stddev,
+    normal_outlook,
+)
+from golem.cognition.predictions import FLAT_BAND
+from golem.perception.market import PricePoint
 
 means = st.floats(min_value=-0.2, max_value=0.2, allow_nan=False)
 shares = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
@@ -84,3 +94,53 @@ def test_malformed_facts_are_skipped_and_counted(bad: Evidence) -> None:
 def test_a_bad_prior_is_refused() -> None:
     with pytest.raises(ValueError, match="prior_stddev"):
         combine([], prior_stddev=0.0)
+
+
+@given(st.floats(min_value=1e-4, max_value=0.5))
+def test_the_priors_outlook_is_symmetric_and_widens_with_the_spread(sd: float) -> None:
+    down, flat, up = combine([], prior_stddev=sd).outlook
+    assert down == pytest.approx(up) and down + flat + up == pytest.approx(1.0)
+    wider = combine([], prior_stddev=sd * 2).outlook
+    assert wider[1] <= flat + 1e-12  # a wider tape: "flat" is less likely
+    if sd > 3 * FLAT_BAND:  # the usual move is well beyond the flat band
+        assert flat < down
+
+
+@given(st.lists(evidence, max_size=6), st.floats(min_value=1e-4, max_value=0.2))
+def test_the_outlook_is_a_distribution(items: list[Evidence], sd: float) -> None:
+    outlook = combine(items, prior_stddev=sd).outlook
+    assert all(0 <= p <= 1 for p in outlook) and sum(outlook) == pytest.approx(1.0)
+
+
+@given(means, counts, stddevs, shares)
+def test_opposite_facts_of_equal_weight_leave_a_symmetric_outlook(
+        mean: float, n: int, sd: float, c: float) -> None:
+    f = combine([Evidence("up", n, mean, sd, 0.5, c), Evidence("down", n, -mean, sd, 0.5, c)])
+    assert f.outlook[0] == pytest.approx(f.outlook[2], abs=1e-9)
+
+
+def test_the_outlook_leans_with_the_evidence_and_keeps_the_tapes_spread() -> None:
+    prior = combine([], prior_stddev=0.01).outlook
+    up = combine([Evidence("x", 95, 0.004, 0.02, 0.8, 1.0)], prior_stddev=0.01).outlook
+    assert up[2] > prior[2] and up[0] < prior[0]
+    # the spread is the tape's: the learned stddev (0.02) does not widen the outlook
+    assert up[1] == pytest.approx(normal_outlook(0.01 * 0.8416, 0.01)[1], abs=0.02)
+
+
+def test_brier3_scores_the_observed_class() -> None:
+    assert brier3((0.0, 0.0, 1.0), "up") == 0.0
+    assert brier3((1.0, 0.0, 0.0), "up") == 2.0
+    assert brier3((1 / 3, 1 / 3, 1 / 3), "flat") == pytest.approx(2 / 3)
+
+
+def test_horizon_stddev_scales_the_tapes_spread() -> None:
+    tape = [PricePoint(60.0 * i, 100.0 * (1.01 if i % 2 else 1.0)) for i in range(11)]
+    sd = horizon_stddev(tape, 300.0)
+    assert sd == pytest.approx(math.log(1.01) * math.sqrt(300.0 / 60.0))
+    assert horizon_stddev(tape[:2], 300.0) is None
+
+
+def test_a_zero_spread_puts_everything_on_the_means_class() -> None:
+    assert normal_outlook(0.01, 0.0) == (0.0, 0.0, 1.0)
+    assert normal_outlook(-0.01, 0.0) == (1.0, 0.0, 0.0)
+    assert normal_outlook(FLAT_BAND / 2, 0.0) == (0.0, 1.0, 0.0)

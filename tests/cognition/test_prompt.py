@@ -29,13 +29,14 @@ from golem.cognition.prompt import (
     SCHEMA_INSTRUCTIONS,
     breakpoints,
     delta_tokens,
+    knowledge_text,
     parse_response,
     render,
     stable_key,
 )
 from golem.governor.assembly import assemble
 from golem.governor.categories import DEFAULT_ALLOCATIONS, Category
-from golem.governor.workspace import Candidate, CognitiveWorkspace
+from golem.governor.workspace import Candidate, CognitiveWorkspace, Knowledge
 from golem.testing.messages_server import MessagesServer
 
 C = Category
@@ -468,3 +469,32 @@ def test_the_schema_example_is_a_valid_decision() -> None:
 def test_render_is_deterministic() -> None:
     make: Callable[[], dict[str, Any]] = lambda: request_for(workspace(tick=7))  # noqa: E731
     assert dumps(make()) == dumps(make())
+
+
+def test_a_learned_outcomes_numbers_are_rendered_for_the_model() -> None:
+    fact = {"feed": "0xfeed", "regime": "volatile", "bucket": "fell_hard", "horizon_s": 300.0,
+            "lookback_s": 600.0, "n": 42, "mean": 0.012, "stddev": 0.02, "p_up": 0.7,
+            "shares": [0.2, 0.1, 0.7]}
+    text = knowledge_text(Knowledge("conditional_outcome", fact, 0.65))
+    assert text == ("Learned: conditions feed 0xfeed, regime volatile, trailing move fell "
+                    "1.5% or more over 10 min; outcome over the next 5 min in n=42 cases: "
+                    "mean +1.200%, stddev 2.000%, positive in 70%; down 20% / flat 10% / "
+                    "up 70% (flat: within 0.2%); confidence 0.65.")
+    own = knowledge_text(Knowledge("procedural", {"strategy": "swap", "attempts": 9,
+                                                  "succeeded": 7, "pnl_mean_usd": -0.01}, 0.5))
+    assert "our own 'swap' succeeded 7 of 9 attempts" in own
+    trades = knowledge_text(Knowledge("procedural", {
+        "strategy": "swap", "side": "buy", "regime": "calm", "bucket": "rose",
+        "horizon_s": 300.0, "trades": 6, "paid": 2, "mean_edge": -0.0021}, 0.5))
+    assert trades == ("Learned: our own buys (swap) in regime calm after a trailing move "
+                      "rose 0.5-1.5% paid after costs in 2 of 6 trades over the next 5 min, "
+                      "mean edge -0.210%; confidence 0.50.")
+    assert knowledge_text(Knowledge("conditional_outcome", {"feed": "x"}, 0.5)) == ""
+    assert knowledge_text(Knowledge("baseline", fact, 0.5)) == ""
+    entry = Candidate(id="e1", category=Category.INSIGHTS, source="grimoire://g/insight/e1",
+                      text="After oracle feed 0xfeed fell ...", score=0.9,
+                      knowledge=Knowledge("conditional_outcome", fact, 0.65))
+    ws = assemble([entry], DEFAULT_ALLOCATIONS, 2000)
+    request = render(ws, identity="I am a golem.", strategy="hold", situation="now")
+    (result,) = [b for b in request["messages"][0]["content"] if b["type"] == "search_result"]
+    assert result["content"][0]["text"] == f"After oracle feed 0xfeed fell ...\n{text}"

@@ -109,7 +109,8 @@ def test_theta_asks_memory_for_the_kind_of_market_and_tells_the_model_its_number
     kind, outcome = query.split("; ")
     assert not any(ch.isdigit() for ch in kind)
     assert outcome == ("after oracle feed ETH/USD fell 1.5% or more in regime trending, what "
-                       "the next minutes returned")
+                       "the next minutes returned, and whether our own buys and sells of WETH "
+                       "paid")
     assert ThetaCycle._query("ETH/USD", crash).startswith("market crashing, crash regime")
     assert ThetaCycle._query("ETH/USD", ()).startswith("market state unknown")
     # ...while the model is told the exact move

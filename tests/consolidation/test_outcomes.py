@@ -26,15 +26,18 @@ def answer(price: float, regime: str) -> dict[str, Any]:
 
 def planted(regime: str, after_drop: float, *, cycles: int = 12, seed: int = 1,
             start: int = 0) -> list[Episode]:
-    """Answers every minute: calm wobble, then a 2% drop over 10 minutes, then the next 5
-    minutes move ``after_drop`` (positive: revert, negative: continue), and so on."""
+    """Answers every minute: calm wobble, then a 2.5% drop over 10 minutes, then the next 5
+    minutes move ``after_drop`` (positive: revert, negative: continue), and so on. In
+    "volatile" every answer also jumps 0.9% up or down, alternately (so the tape reads
+    volatile, ``tape_regime``, while the moves above stay what they are)."""
     rng = random.Random(seed)
     eps, price, t, i = [], 2000.0, T0 + start * STEP, start
+    wiggle = 0.009 if regime == "volatile" else 0.0
     for _ in range(cycles):
-        steps = [rng.uniform(-0.0005, 0.0005) for _ in range(15)]
-        steps += [-0.002] * 10 + [after_drop / 5] * 5
-        for step in steps:
-            price *= 1 + step
+        steps = [rng.uniform(-0.0005, 0.0005) for _ in range(16)]
+        steps += [-0.0025] * 10 + [after_drop / 5] * 6
+        for k, step in enumerate(steps):
+            price *= 1 + step + (wiggle if k % 2 == 0 else -wiggle)
             eps.append(ep(i, t, answer(price, regime), category="oracle",
                           protocol="Chainlink"))
             i, t = i + 1, t + STEP
@@ -54,8 +57,11 @@ def test_move_buckets() -> None:
 def test_a_planted_regularity_is_found_per_regime() -> None:
     facts = facts_of(planted("volatile", +0.012) + planted("trending", -0.012, start=10_000))
     revert, carry = facts[("volatile", "fell_hard")], facts[("trending", "fell_hard")]
-    assert revert["mean"] > 0.005 and revert["p_up"] > 0.8
+    assert revert["mean"] > 0.005 and revert["p_up"] > 0.6
     assert carry["mean"] < -0.005 and carry["p_up"] < 0.2
+    down, flat, up = carry["shares"]  # the scoring's classes (flat: within 0.2%)
+    assert down > 0.6 and up < 0.2 and down + flat + up == pytest.approx(1.0)
+    assert up <= carry["p_up"] <= up + flat  # "up" is beyond the band, p_up above 0
     assert revert["n"] >= 5 and revert["horizon_s"] == 300.0
     assert "fell 1.5% or more" in outcomes.outcome_text(revert)
     calm = facts[("volatile", "flat")]
@@ -93,3 +99,50 @@ def test_unusable_answers_are_ignored() -> None:
     bad = [ep(90_000 + k, T0 + k, {**answer(1.0, "calm"), "args": {"current": v}})
            for k, v in enumerate((0, -5, "x", math.nan, True))]
     assert facts_of(eps + bad) == facts_of(eps)
+
+
+def test_successive_runs_with_context_count_every_answer_once() -> None:
+    """A run sees the episodes since its cursor plus the preceding lookback and horizon as
+    context; counted_after the cursor, the runs together count what one run over all of
+    it counts."""
+    eps = planted("trending", -0.012, cycles=6)
+    whole = {c.key: c.fact["n"] for c in outcomes.conditional_outcomes(
+        eps, lookback_s=600, horizon_s=300, min_samples=1)}
+    split = T0 + 100 * STEP
+    first = [e for e in eps if e.observed_at <= split]
+    second = [e for e in eps if split - 900 <= e.observed_at]
+    counts: dict[str, int] = {}
+    for run in (outcomes.conditional_outcomes(first, lookback_s=600, horizon_s=300,
+                                              min_samples=1),
+                outcomes.conditional_outcomes(second, lookback_s=600, horizon_s=300,
+                                              min_samples=1, counted_after=split)):
+        for c in run:
+            counts[c.key] = counts.get(c.key, 0) + c.fact["n"]
+    assert counts == whole and sum(whole.values()) > 100
+
+
+def swap_episode(i: int, t: float, side: str, result: str = "ok") -> Episode:
+    into, out = ("USDC", "WETH") if side == "buy" else ("WETH", "USDC")
+    return ep(50_000 + i, t, {"action": "swap", "result": result, "pnl_usd": -0.01,
+                              "asset_in": into, "asset_out": out, "settle": False},
+              category="strategy_outcome", protocol=None)
+
+
+def test_its_own_swaps_are_judged_by_what_the_feed_did_next_in_that_situation() -> None:
+    eps = planted("trending", -0.012, cycles=6)  # after each drop the fall continues
+    drops = [e.observed_at for k, e in enumerate(eps) if k % 32 == 27]  # 2 min into it
+    buys = [swap_episode(k, t + 1, "buy") for k, t in enumerate(drops)]
+    sells = [swap_episode(100 + k, t + 1, "sell") for k, t in enumerate(drops)]
+    failed = [swap_episode(200 + k, t + 1, "buy", "reverted") for k, t in enumerate(drops)]
+    found = {c.fact["side"]: c for c in outcomes.trade_outcomes(
+        [*eps, *buys, *sells, *failed], lookback_s=600, horizon_s=300)}
+    buy, sell = found["buy"].fact, found["sell"].fact
+    assert (buy["regime"], buy["bucket"]) == ("trending", "fell_hard")
+    # reverted swaps do not count, nor the last drop's (no answer 5 min after it)
+    assert buy["trades"] == sell["trades"] == len(drops) - 1
+    assert buy["paid"] == 0 and sell["paid"] == len(drops) - 1
+    assert buy["mean_edge"] < 0 < sell["mean_edge"]
+    assert found["buy"].fact_kind is FactKind.PROCEDURAL
+    assert "paid (beat the swap's cost over the next 5 min) in 0 of" in found["buy"].text
+    merged, text = merge_fact(FactKind.PROCEDURAL, buy, found["buy"])
+    assert merged["trades"] == 2 * buy["trades"] and f"in 0 of {2 * buy['trades']}" in text
