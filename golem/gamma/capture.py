@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +105,7 @@ class GammaCapture:
     _last_time: float | None = field(init=False, default=None)
     _retry_at: float = field(init=False, default=float("-inf"))
     _last_feed: str | None = field(init=False, default=None)
+    _stage: dict[str, float] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.to_theta = self.handoff or GammaHandoff(self.chain.escalation_queue)
@@ -128,9 +130,11 @@ class GammaCapture:
         if self.market is not None:
             dt = now - self._last_time if self._last_time is not None else 10.0
             self._last_time = now
+            started = time.perf_counter()
             step = await anyio.to_thread.run_sync(self.market.advance, now, max(dt, 1.0))
             counters["reverted"] = len(step.reverted)
             await anyio.to_thread.run_sync(self._write_ground_truth)
+            counters["market_ms"] = _ms_since(started)
         if now < self._retry_at:
             return {**counters, "waiting": 1}
         try:
@@ -176,13 +180,15 @@ class GammaCapture:
         follower = await self._follower()
         assert self.chain_id is not None
         for _ in range(MAX_REWINDS_PER_TICK):
+            started = time.perf_counter()
             round_ = await follower.poll()
+            self._stage["poll_ms"] = _ms_since(started)
             match round_:
                 case Idle(head=head, reason=reason, normal=normal):
                     if not normal:
                         log.warning("capture waiting", reason=reason, head=head,
                                     cursor=follower.cursor)
-                    return {"head": head, "logs": 0}
+                    return {"head": head, "logs": 0, **self._stage}
                 case Rewound():
                     await self._rewind(follower, round_, now)
                 case Captured():
@@ -205,6 +211,7 @@ class GammaCapture:
     async def _store(self, follower: ChainFollower, round_: Captured, tick: int,
                      now: float) -> dict[str, int | float]:
         assert self.chain_id is not None
+        started = time.perf_counter()
         beliefs, episodes, escalated = await self._perceive(round_.logs, tick, now)
         reverts = await revert_episodes(
             self.reader, self.directory, self.watch.addresses, round_.first, round_.last,
@@ -212,15 +219,26 @@ class GammaCapture:
             namespace=self.grimoire.namespace, tick=tick, now=now, names=self.names) \
             if self.chain.capture_reverts else []
         episodes.extend(reverts)
-        stored = await self.grimoire.add_episodes(episodes) if episodes else 0
+        stage = {**self._stage, "perceive_ms": _ms_since(started)}
+        stored = 0
+        if episodes:
+            started = time.perf_counter()
+            vectors = await self.grimoire.embedder.aembed([e.text for e in episodes])
+            stage["embed_ms"] = _ms_since(started)
+            started = time.perf_counter()
+            stored = await self.grimoire.add_episodes(episodes, vectors=vectors)
+            stage["store_ms"] = _ms_since(started)
+        started = time.perf_counter()
         await anyio.to_thread.run_sync(self.store.commit, self.chain_id, round_.window,
                                        round_.first_block, now)
         follower.accept(round_)
         self.beliefs = beliefs
         self.to_theta.escalate(escalated)
         await anyio.to_thread.run_sync(self._write_beliefs)
+        stage["commit_ms"] = _ms_since(started)
         return {"head": round_.head, "cursor": round_.last, "logs": len(round_.logs),
-                "reverts": len(reverts), "episodes": stored, "escalated": len(escalated)}
+                "reverts": len(reverts), "episodes": stored, "escalated": len(escalated),
+                **stage}
 
     async def _perceive(self, logs: tuple[RawLog, ...], tick: int, now: float,
                         ) -> tuple[BeliefState, list[Episode], list[Escalation]]:
@@ -288,6 +306,10 @@ class GammaCapture:
                              "regime": s.regime}) for s in truth]
         atomic_write(folder / GROUND_TRUTH_FILE, ("\n".join(lines) + "\n").encode())
         self._truth_written = len(truth)
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 2)
 
 
 def decode_kept(raw: RawLog) -> DecodedEvent:
