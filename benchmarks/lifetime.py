@@ -13,6 +13,8 @@ chain, offline cognition) on a fresh data dir and reports:
   Theta's and Delta's tick durations, and the embedder's own totals (every call:
   capture, Theta's queries, consolidation). Loops overlap (Theta and Delta tick beside
   Gamma), so the stages add up to more than the wall time when they do;
+- ``cpu_s``: the daemon's CPU seconds (user + system, every thread): on shared cores
+  the wall time swings with other work, its CPU time much less;
 - ``rss_mb``: the daemon's peak (VmHWM) and steady RSS (median and max of the samples of
   the second half of the run, one a second);
 - ``standalone``: the same model and settings embedding a sample of the stored episode
@@ -35,6 +37,8 @@ import argparse
 import json
 import os
 import random
+import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -58,11 +62,17 @@ GAMMA_STAGES = ("market_ms", "poll_ms", "perceive_ms", "embed_ms", "store_ms", "
 PREFIX = "chain-capture."
 
 
-def write_config(directory: Path) -> Path:
-    """The default config with its data dir in ``directory`` and the repo's model."""
+def write_config(directory: Path, market: str | None = None) -> Path:
+    """The default config with its data dir in ``directory`` and the repo's model;
+    ``market``: chain.market_activity instead of the default config's."""
     text = (REPO / "bardo.toml").read_text()
     text = text.replace('data_dir = "data"', f'data_dir = "{directory / "data"}"')
     text = text.replace('model_dir = "models/', f'model_dir = "{REPO}/models/')
+    if market is not None:
+        line = f'market_activity = "{market}"'
+        text, found = re.subn(r"(?m)^market_activity = .*$", line, text)
+        if not found:
+            text = text.replace("[chain]\n", f"[chain]\n{line}\n", 1)
     config = directory / "bardo.toml"
     config.write_text(text)
     return config
@@ -124,6 +134,7 @@ def run_golem(config: Path, days: float, log_path: Path) -> dict[str, Any]:
     rss: list[tuple[float, int]] = []
     peak = 0
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MALLOC_ARENA_MAX": "2"}
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     last_note = started
     with log_path.open("w") as out, log_path.open() as reader:
@@ -155,10 +166,12 @@ def run_golem(config: Path, days: float, log_path: Path) -> dict[str, Any]:
         for raw in (pending + reader.read()).split("\n"):
             tally.line(raw, time.perf_counter() - started)
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"golem run exited {proc.returncode}; log: {log_path}")
     second_half = [kb for t, kb in rss if t >= wall / 2] or [kb for _, kb in rss]
-    return {"wall": wall, "tally": tally,
+    return {"wall": wall, "cpu": cpu, "tally": tally,
             "rss_mb": {"peak": round(peak / 1024, 1),
                        "steady_median": round(statistics.median(second_half) / 1024, 1)
                        if second_half else None,
@@ -253,6 +266,8 @@ def report(days: float, run: dict[str, Any], standalone: dict[str, Any]) -> dict
         "golem_days_per_wall_hour": round(days / (wall / 3600), 3),
         "golem_days_per_wall_hour_after_startup": round(days / ((wall - startup) / 3600), 3),
         "wall_s_per_golem_hour": round((wall - startup) / hours, 2),
+        "cpu_s": round(run["cpu"], 1),
+        "cpu_s_per_golem_hour": round(run["cpu"] / hours, 2),
         "ticks": dict(tally.ticks), "episodes": tally.episodes,
         "episodes_per_golem_hour": round(tally.episodes / hours, 1),
         "captured_events_per_wall_s": round(captured, 2),
@@ -275,6 +290,8 @@ def main() -> None:
                     help="stored texts embedded standalone after the run (default 2000)")
     ap.add_argument("--restart", action="store_true",
                     help="also time a restart of the data dir to its first Gamma tick")
+    ap.add_argument("--market", choices=("busy", "pools"), default=None,
+                    help="chain.market_activity (default: the default config's)")
     ap.add_argument("--keep", type=Path, default=None,
                     help="run in this (new) directory and keep it (default: a temp dir)")
     args = ap.parse_args()
@@ -283,7 +300,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="golem-lifetime-") as tmp:
         directory = args.keep or Path(tmp)
         directory.mkdir(parents=True, exist_ok=True)
-        config = write_config(directory)
+        config = write_config(directory, args.market)
         print(f"running the default golem for {args.days:g} golem days in {directory}...",
               file=sys.stderr, flush=True)
         run = run_golem(config, args.days, directory / "golem.log")
@@ -291,6 +308,7 @@ def main() -> None:
               file=sys.stderr, flush=True)
         calls = sample_ticks(config, args.sample_texts, seed=42)
         out = report(args.days, run, standalone_rate(config, calls))
+        out["market_activity"] = load_config(config).chain.market_activity
         if args.restart:
             print("timing a restart...", file=sys.stderr, flush=True)
             out["restart_s"] = time_restart(config, directory / "restart.log")
