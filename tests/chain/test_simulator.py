@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
+from itertools import pairwise
 
 import pytest
 
@@ -189,7 +190,7 @@ def test_a_chainlink_style_feed_answers_on_deviation_or_heartbeat() -> None:
     answers = [(log.block_number, decode(log).args) for log in run.logs
                if decode(log).name == "AnswerUpdated"]
     assert 1 < len(answers) < 200
-    for (_, before), (_, after) in zip(answers, answers[1:], strict=False):
+    for (_, before), (_, after) in pairwise(answers):
         moved = abs(after["current"] / before["current"] - 1)
         waited = after["updatedAt"] - before["updatedAt"]
         assert moved >= 0.005 or waited >= 300
