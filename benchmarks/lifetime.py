@@ -46,6 +46,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -244,10 +245,17 @@ def standalone_rate(config_path: Path, calls: list[list[str]]) -> dict[str, Any]
             "mean_chars": round(sum(len(t) for c in calls for t in c) / max(n, 1), 1)}
 
 
-def report(days: float, run: dict[str, Any], standalone: dict[str, Any]) -> dict[str, Any]:
+def report(days: float, run: dict[str, Any], standalone: dict[str, Any],
+           start: float) -> dict[str, Any]:
+    """The run's numbers; rates are per golem hour actually lived (a golem that dies
+    before ``days`` stops there: ``stop_reason`` says why)."""
     tally: LogTally = run["tally"]
     wall = run["wall"]
     startup = tally.first_tick_wall or 0.0
+    stopped = tally.stopped.get("golem_time")
+    if stopped:
+        days = (datetime.fromisoformat(str(stopped).replace("Z", "+00:00")).timestamp()
+                - start) / 86400
     hours = days * 24
     g = {k.removesuffix("_ms"): v / 1000 for k, v in tally.gamma.items()}
     stages = {"market": g.get("market", 0.0),
@@ -261,7 +269,8 @@ def report(days: float, run: dict[str, Any], standalone: dict[str, Any]) -> dict
     rate = standalone.get("texts_per_s") or 0.0
     daemon_rate = float(tally.embedder.get("texts_per_s") or 0.0)
     return {
-        "benchmark": "lifetime", "golem_days": days, "wall_s": round(wall, 1),
+        "benchmark": "lifetime", "golem_days": round(days, 4),
+        "stop_reason": tally.stopped.get("reason"), "wall_s": round(wall, 1),
         "startup_s": round(startup, 1),
         "golem_days_per_wall_hour": round(days / (wall / 3600), 3),
         "golem_days_per_wall_hour_after_startup": round(days / ((wall - startup) / 3600), 3),
@@ -307,7 +316,8 @@ def main() -> None:
         print(f"done in {run['wall']:.0f} s; embedding a sample standalone...",
               file=sys.stderr, flush=True)
         calls = sample_ticks(config, args.sample_texts, seed=42)
-        out = report(args.days, run, standalone_rate(config, calls))
+        out = report(args.days, run, standalone_rate(config, calls),
+                     load_config(config).clock.start.timestamp())
         out["market_activity"] = load_config(config).chain.market_activity
         if args.restart:
             print("timing a restart...", file=sys.stderr, flush=True)
