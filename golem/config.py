@@ -177,6 +177,10 @@ class ChainSection:
     # Also capture reverted transactions to watched contracts (they emit no log); over
     # RPC this reads every captured block in full (catching up on mainnet: MBs a tick).
     capture_reverts: bool = True
+    # The simulated market's activity (golem.chain.simulator.ACTIVITIES): "busy" sends
+    # the actors' trades every step; "pools" on a few steps an hour. Part of the chain:
+    # a data dir keeps the activity it was built with.
+    market_activity: Literal["busy", "pools"] = "busy"
     rpc: RpcSection = field(default_factory=RpcSection)
 
 

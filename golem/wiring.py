@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -151,14 +152,15 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
     from golem.chain.rpc import open_reader  # noqa: PLC0415
     from golem.chain.source import SimulatedSource  # noqa: PLC0415
     from golem.chain.watch import WatchList  # noqa: PLC0415
-    from golem.gamma.capture import GammaCapture  # noqa: PLC0415
+    from golem.gamma.capture import COMMIT_EVERY_AT_MAX_SPEED, GammaCapture  # noqa: PLC0415
 
     chain = ctx.config.chain
     store = await anyio.to_thread.run_sync(CaptureStore.open, ctx.config.data_dir / "chain")
     stack.callback(store.close)
     if chain.mode == "simulated":
         source = await anyio.to_thread.run_sync(
-            SimulatedSource.create, ctx.config.golem.seed, ctx.clock.now(), store)
+            partial(SimulatedSource.create, activity=chain.market_activity),
+            ctx.config.golem.seed, ctx.clock.now(), store)
         capture = GammaCapture(grimoire, source.reader, source.watch, store,
                                ctx.config.data_dir, chain, ctx.events, market=source,
                                first_block=source.first_block,
@@ -174,6 +176,10 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
                                expected_chain_id=rpc.chain_id,
                                names=market_names(load_market(Path(market_file)))
                                if market_file else Names())
+    clock = ctx.config.clock
+    if clock.mode == "simulated" and clock.speed == "max":
+        capture.commit_every = COMMIT_EVERY_AT_MAX_SPEED
+    stack.push_async_callback(capture.commit)  # before the stores close
     ctx.registry.register("gamma", capture)
     return capture
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
@@ -92,7 +93,8 @@ async def open_settle(config: Config, stack: AsyncExitStack, grimoire: Grimoire,
         if store.sim_meta("seed") is None:
             return None
         source = await anyio.to_thread.run_sync(
-            SimulatedSource.create, config.golem.seed, config.clock.start.timestamp(), store)
+            partial(SimulatedSource.create, activity=config.chain.market_activity),
+            config.golem.seed, config.clock.start.timestamp(), store)
         watched = tuple(source.watch.addresses)
     executor = await open_actions(config, stack, grimoire, build_cage(config, watched),
                                   source=source, now=now, accepting=accepting)

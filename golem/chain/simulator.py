@@ -11,15 +11,24 @@ to-regime, in REGIMES order). Calm mostly stays calm; trending and volatile
 persist for tens of steps; a crash is rare, short and decays into volatility.
 Every switch is ground truth `(golem_time, block_number, regime)`.
 
+How busy the market is, is an `Activity`. `BUSY` (the code's default, and what the
+tests drive) sends the actors' trades on every step: ~2,400 watched events a golem
+hour. `POOLS` is closer to what a golem watching a handful of real pools sees: a step
+carries the actors' trading only by a per-regime chance, while the oracle, the
+arbitrageur and the liquidator still act on every step they have reason to. An
+`Activity` can also make the oracle push like a Chainlink feed (an answer on a
+relative move or after a heartbeat); `POOLS` does not (see its note).
+
 All randomness comes from one `random.Random(seed)`, and all chain state the
-driver reads is itself a function of the seed, so the same seed and golem times
-give the same transactions, logs and block hashes.
+driver reads is itself a function of the seed, so the same seed, activity and golem
+times give the same transactions, logs and block hashes.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +56,28 @@ HEALTHY = E18
 
 
 @dataclass(frozen=True)
+class Activity:
+    """How much happens on the market. ``trade_chance``: per regime, the chance that a
+    step carries the actors' trading (1.0: every step, and no draw is made for it);
+    ``oracle_deviation`` / ``oracle_heartbeat_s``: the feed answers when the price moved
+    this much (relative) from its last answer or that many golem seconds have passed
+    since it (deviation 0: on every step)."""
+
+    name: str
+    trade_chance: Mapping[str, float]
+    oracle_deviation: float = 0.0
+    oracle_heartbeat_s: float = 0.0
+
+
+BUSY = Activity("busy", dict.fromkeys(REGIMES, 1.0))
+# The oracle answers every step here: with mainnet ETH/USD's rule (0.5% or 1 hour) the
+# offline tier's forecasts are scored against a feed that rarely moves (benchmarks/README,
+# lifetime.py).
+POOLS = Activity("pools", {"calm": 0.04, "trending": 0.06, "volatile": 0.1, "crash": 0.2})
+ACTIVITIES = {a.name: a for a in (BUSY, POOLS)}
+
+
+@dataclass(frozen=True)
 class RegimeSwitch:
     golem_time: float
     block_number: int
@@ -69,11 +100,15 @@ class MarketSimulator:
     """Drive `market` on `evm` from a seed; `regime` pins the starting regime; `planted`
     (golem.chain.planted, off by default) adds a planted regularity to the oracle."""
 
-    def __init__(self, evm: Evm, market: Market, seed: int,
-                 regime: str = "calm", planted: PlantedDrops | None = None) -> None:
+    def __init__(self, evm: Evm, market: Market, seed: int, *,
+                 regime: str = "calm", planted: PlantedDrops | None = None,
+                 activity: Activity = BUSY) -> None:
         if regime not in REGIMES:
             raise ValueError(f"unknown regime {regime!r}; expected one of {REGIMES}")
         self.evm, self.market = evm, market
+        self.activity = activity
+        self._answer: float | None = None  # the feed's last answer and its golem time
+        self._answered_at = -math.inf
         self.rng = random.Random(seed)  # noqa: S311 - simulation, not crypto
         self.abi = {name: a.abi for name, a in load_artifacts().items()}
         self.regime = regime
@@ -116,14 +151,20 @@ class MarketSimulator:
             switch = RegimeSwitch(golem_time, start_block, self.regime)
             self.ground_truth.append(switch)
             report.switches.append(switch)
-        self._send("oracle", self.market.oracle_eth_usd, "OracleFeed", "update",
-                   int(self.price * ORACLE_UNIT), sender=self.market.owner)
+        if self._feed_due(golem_time):
+            self._send("oracle", self.market.oracle_eth_usd, "OracleFeed", "update",
+                       int(self.price * ORACLE_UNIT), sender=self.market.owner)
+            self._answer, self._answered_at = self.price, golem_time
         # automine gives each transaction its own block, one second apart at least:
         # at most dt transactions keeps block time on the golem clock
         budget = min(TX_BUDGET[self.regime] + self.rng.randint(-1, 1), MAX_TX_PER_STEP,
                      max(int(dt), 3))
         self._liquidate(budget)
         self._arbitrage()
+        chance = self.activity.trade_chance[self.regime]
+        if chance < 1.0 and self.rng.random() >= chance:
+            report.last_block = self.evm.head().number
+            return report
         actions = (self._noise, self._whale, self._lp, self._borrower, self._honeypot)
         weights = (6, 1 + 2 * (self.regime == "crash"), 1, 2, 1)
         for _ in range(3 * budget):  # an action may send nothing (e.g. a broke trader)
@@ -132,6 +173,13 @@ class MarketSimulator:
             self.rng.choices(actions, weights)[0]()
         report.last_block = self.evm.head().number
         return report
+
+    def _feed_due(self, golem_time: float) -> bool:
+        a = self.activity
+        if a.oracle_deviation <= 0 or self._answer is None:
+            return True
+        return (abs(self.price / self._answer - 1.0) >= a.oracle_deviation
+                or golem_time - self._answered_at >= a.oracle_heartbeat_s)
 
     def _next_regime(self) -> str:
         return self.rng.choices(REGIMES, TRANSITIONS[self.regime])[0]

@@ -33,7 +33,7 @@ from golem.chain.evm import ChainError, TxResult
 from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, Market, deploy_market
 from golem.chain.reader import InProcessReader
 from golem.chain.revm import COMPACT_EVERY, RevmEvm
-from golem.chain.simulator import MarketSimulator, RegimeSwitch, StepReport
+from golem.chain.simulator import ACTIVITIES, MarketSimulator, RegimeSwitch, StepReport
 from golem.chain.transactions import send_eth, submit_raw
 from golem.chain.watch import WatchList
 from golem.errors import ConfigError
@@ -64,11 +64,12 @@ class SimulatedSource:
 
     @classmethod
     def create(cls, seed: int, start_time: float, store: CaptureStore | None = None, *,
-               compact_every: int = COMPACT_EVERY) -> SimulatedSource:
+               compact_every: int = COMPACT_EVERY, activity: str = "busy") -> SimulatedSource:
         """Deploy the market; with a store, reuse its genesis and replay its journal.
-        `compact_every` (blocks between revm state rebuilds) is part of the chain's
-        determinism: a data dir must always be opened with the same value (tests
-        lower it to reach a compaction in a few steps)."""
+        `compact_every` (blocks between revm state rebuilds) and `activity` (the market's,
+        a key of ACTIVITIES) are part of the chain's determinism: a data dir must always
+        be opened with the same values (tests lower compact_every to reach a compaction
+        in a few steps)."""
         genesis = int(start_time) - 3600
         steps: list[tuple[float, float]] = []
         golem_txs: list[tuple[int, float, str, bytes]] = []
@@ -80,6 +81,8 @@ class SimulatedSource:
                     f"{stored_seed}, not {seed}; restore the seed or use a new data_dir")
             stored_genesis = store.sim_meta("genesis_timestamp")
             chain = f"{EVM_RULES} compact_every={compact_every}"
+            if activity != "busy":  # data dirs of the busy market predate the option
+                chain += f" activity={activity}"
             if stored_genesis is None:
                 store.set_sim_meta("seed", str(seed))
                 store.set_sim_meta("genesis_timestamp", str(genesis))
@@ -97,7 +100,8 @@ class SimulatedSource:
             golem_txs = store.sim_golem_txs()
         evm = RevmEvm(genesis_timestamp=genesis, seed=seed, compact_every=compact_every)
         market = deploy_market(evm, seed)
-        source = cls(evm, market, MarketSimulator(evm, market, seed), store)
+        simulator = MarketSimulator(evm, market, seed, activity=ACTIVITIES[activity])
+        source = cls(evm, market, simulator, store)
         if steps or golem_txs:
             log.info("replaying the simulated market", steps=len(steps), golem_txs=len(golem_txs))
             pending = iter(golem_txs)

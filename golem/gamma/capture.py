@@ -7,12 +7,17 @@ from the chain, lets perception score it (beliefs per protocol and contract,
 Bayesian surprise, curiosity, EFE routing), writes all of the round's episodes
 in one Grimoire call with the round's reverted transactions to watched addresses
 (golem.gamma.reverts: a revert emits no log), and only then commits the reorg
-window (whose top is the cursor). A `Rewound` round deletes the orphaned blocks'
-episodes, commits the rewound window, emits `chain:reorg` and polls again. Episode
-ids come from (chain id, block hash, log index or tx index), so a re-captured log
-or revert never duplicates. Price-feed answers and escalated events go to Theta
-through the GammaHandoff (golem.gamma.handoff) wiring gives both loops; the
-escalations of blocks a reorg orphans are withdrawn from it.
+window (whose top is the cursor). On a simulated clock at max speed the commit comes
+every `commit_every` ticks instead: the rounds' episodes are handed to the Grimoire as
+deferred writes (every reader of the Grimoire sees them at once), and one commit writes
+them, then the window and the beliefs; a crash loses only rounds above the committed
+cursor, which are captured again. Each tick's counters carry the wall milliseconds of
+its stages (market, poll, perceive, embed, store, commit; benchmarks/lifetime.py).
+A `Rewound` round deletes the orphaned blocks' episodes, commits the rewound window,
+emits `chain:reorg` and polls again. Episode ids come from (chain id, block hash, log
+index or tx index), so a re-captured log or revert never duplicates. Price-feed answers
+and escalated events go to Theta through the GammaHandoff (golem.gamma.handoff) wiring
+gives both loops; the escalations of blocks a reorg orphans are withdrawn from it.
 
 A node that fails (down, slow, malformed answers) costs a warning and a jittered
 backoff on the golem clock; nothing is written until it answers again. A reorg
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +47,7 @@ from golem.chain.names import Names
 from golem.chain.ranges import RangeRefusedError
 from golem.chain.reader import ChainReader
 from golem.chain.render import TokenMeta, render
-from golem.chain.reorg import DeepReorgError
+from golem.chain.reorg import BlockWindow, DeepReorgError
 from golem.chain.source import SimulatedSource
 from golem.chain.tokens import TokenDirectory
 from golem.chain.watch import WatchList
@@ -73,6 +79,9 @@ CHAIN_DIR = "chain"
 BELIEFS_FILE = "beliefs.json"
 GROUND_TRUTH_FILE = "ground_truth.jsonl"
 MAX_REWINDS_PER_TICK = 4
+# On a simulated clock at max speed, Gamma commits every this many ticks (5 golem minutes):
+# one episode write, one cursor fsync and one beliefs file for the lot.
+COMMIT_EVERY_AT_MAX_SPEED = 30
 
 
 class CaptureHalted(GolemError):
@@ -97,6 +106,9 @@ class GammaCapture:
     name: str = "chain-capture"
     names: Names = field(default_factory=Names)  # what renderings call known addresses
     beliefs: BeliefState = field(default_factory=BeliefState)
+    # Gamma ticks between durable commits (episodes, then cursor and beliefs); 1: every
+    # tick. Wiring raises it on a simulated clock at max speed (commit_every_at_max_speed).
+    commit_every: int = 1
     follower: ChainFollower | None = field(init=False, default=None)
     chain_id: int | None = field(init=False, default=None)
     halted: str | None = field(init=False, default=None)
@@ -104,6 +116,10 @@ class GammaCapture:
     _last_time: float | None = field(init=False, default=None)
     _retry_at: float = field(init=False, default=float("-inf"))
     _last_feed: str | None = field(init=False, default=None)
+    _stage: dict[str, float] = field(init=False, default_factory=dict)
+    _uncommitted: tuple[BlockWindow, int, float, BeliefState] | None = field(
+        init=False, default=None)
+    _since_commit: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.to_theta = self.handoff or GammaHandoff(self.chain.escalation_queue)
@@ -128,9 +144,11 @@ class GammaCapture:
         if self.market is not None:
             dt = now - self._last_time if self._last_time is not None else 10.0
             self._last_time = now
+            started = time.perf_counter()
             step = await anyio.to_thread.run_sync(self.market.advance, now, max(dt, 1.0))
             counters["reverted"] = len(step.reverted)
             await anyio.to_thread.run_sync(self._write_ground_truth)
+            counters["market_ms"] = _ms_since(started)
         if now < self._retry_at:
             return {**counters, "waiting": 1}
         try:
@@ -176,13 +194,15 @@ class GammaCapture:
         follower = await self._follower()
         assert self.chain_id is not None
         for _ in range(MAX_REWINDS_PER_TICK):
+            started = time.perf_counter()
             round_ = await follower.poll()
+            self._stage["poll_ms"] = _ms_since(started)
             match round_:
                 case Idle(head=head, reason=reason, normal=normal):
                     if not normal:
                         log.warning("capture waiting", reason=reason, head=head,
                                     cursor=follower.cursor)
-                    return {"head": head, "logs": 0}
+                    return {"head": head, "logs": 0, **self._stage}
                 case Rewound():
                     await self._rewind(follower, round_, now)
                 case Captured():
@@ -191,6 +211,7 @@ class GammaCapture:
 
     async def _rewind(self, follower: ChainFollower, round_: Rewound, now: float) -> None:
         assert self.chain_id is not None
+        await self.commit()
         deleted = await self.grimoire.drop_chain_episodes(self.chain_id, round_.common_ancestor)
         self.to_theta.drop_orphaned(self.chain_id, round_.common_ancestor)
         await anyio.to_thread.run_sync(self.store.commit, self.chain_id, round_.window,
@@ -205,6 +226,7 @@ class GammaCapture:
     async def _store(self, follower: ChainFollower, round_: Captured, tick: int,
                      now: float) -> dict[str, int | float]:
         assert self.chain_id is not None
+        started = time.perf_counter()
         beliefs, episodes, escalated = await self._perceive(round_.logs, tick, now)
         reverts = await revert_episodes(
             self.reader, self.directory, self.watch.addresses, round_.first, round_.last,
@@ -212,15 +234,47 @@ class GammaCapture:
             namespace=self.grimoire.namespace, tick=tick, now=now, names=self.names) \
             if self.chain.capture_reverts else []
         episodes.extend(reverts)
-        stored = await self.grimoire.add_episodes(episodes) if episodes else 0
-        await anyio.to_thread.run_sync(self.store.commit, self.chain_id, round_.window,
-                                       round_.first_block, now)
+        stage = {**self._stage, "perceive_ms": _ms_since(started)}
+        stored = 0
+        deferred = self.commit_every > 1
+        if episodes:
+            started = time.perf_counter()
+            vectors = await self.grimoire.embedder.aembed([e.text for e in episodes])
+            stage["embed_ms"] = _ms_since(started)
+            started = time.perf_counter()
+            stored = await self.grimoire.add_episodes(episodes, vectors=vectors,
+                                                      defer=deferred)
+            stage["store_ms"] = _ms_since(started)
+        self._uncommitted = (round_.window, round_.first_block, now, beliefs)
+        if self._since_commit + 1 >= self.commit_every:
+            started = time.perf_counter()
+            await self.commit()
+            stage["commit_ms"] = _ms_since(started)
+        else:
+            self._since_commit += 1
         follower.accept(round_)
         self.beliefs = beliefs
         self.to_theta.escalate(escalated)
-        await anyio.to_thread.run_sync(self._write_beliefs)
         return {"head": round_.head, "cursor": round_.last, "logs": len(round_.logs),
-                "reverts": len(reverts), "episodes": stored, "escalated": len(escalated)}
+                "reverts": len(reverts), "episodes": stored, "escalated": len(escalated),
+                **stage}
+
+    async def commit(self) -> None:
+        """Make what was captured durable, in order: the episodes (a deferred write), then
+        the reorg window (whose top is the cursor), then the beliefs that go with it. Every
+        `commit_every` Gamma ticks, before a rewind, and at shutdown (wiring). A crash
+        between commits loses only what lies above the committed cursor, and that is
+        captured again (ids are stable, so nothing duplicates)."""
+        if self._uncommitted is None:
+            return
+        assert self.chain_id is not None
+        window, first_block, now, beliefs = self._uncommitted
+        await self.grimoire.flush_episodes()
+        await anyio.to_thread.run_sync(self.store.commit, self.chain_id, window, first_block,
+                                       now)
+        await anyio.to_thread.run_sync(self._write_beliefs, beliefs)
+        self._uncommitted = None
+        self._since_commit = 0
 
     async def _perceive(self, logs: tuple[RawLog, ...], tick: int, now: float,
                         ) -> tuple[BeliefState, list[Episode], list[Escalation]]:
@@ -271,10 +325,10 @@ class GammaCapture:
         market = move_phrase(self.to_theta.tape(self._last_feed)) if self._last_feed else None
         return context_line(size_phrase(event.category, size_error), market, change)
 
-    def _write_beliefs(self) -> None:
+    def _write_beliefs(self, beliefs: BeliefState) -> None:
         folder = self.data_dir / CHAIN_DIR
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / BELIEFS_FILE, json.dumps(self.beliefs.to_dict()).encode())
+        atomic_write(folder / BELIEFS_FILE, json.dumps(beliefs.to_dict()).encode())
 
     def _write_ground_truth(self) -> None:
         """The market's regime switches, for comparing with what perception detected."""
@@ -288,6 +342,10 @@ class GammaCapture:
                              "regime": s.regime}) for s in truth]
         atomic_write(folder / GROUND_TRUTH_FILE, ("\n".join(lines) + "\n").encode())
         self._truth_written = len(truth)
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 2)
 
 
 def decode_kept(raw: RawLog) -> DecodedEvent:

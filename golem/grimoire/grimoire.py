@@ -20,6 +20,7 @@ read-modify-writes) are mixed in from knowledge.py.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +30,7 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
+import numpy as np
 import structlog
 
 from golem.config import Config, GrimoireSection
@@ -102,6 +104,9 @@ class Grimoire(KnowledgeMaintenance):
         self._now = now
         self._events = events
         self._stores = anyio.CapacityLimiter(1)
+        # Episodes offered with defer=True, written before any other store call runs.
+        self._pending: list[tuple[list[Episode], Any]] = []
+        self._pending_lock = threading.Lock()
         # Working and procedural memory live as files beside the stores.
         self._scratch = ScratchLog(data_dir / MEMORY_DIR, cfg.max_text_chars)
         self._playbook = Playbook(data_dir)
@@ -222,13 +227,17 @@ class Grimoire(KnowledgeMaintenance):
         return note
 
     async def add_episodes(self, episodes: Sequence[Episode], *,
-                           vectors: Any | None = None) -> int:
+                           vectors: Any | None = None, defer: bool = False) -> int:
         """Embed and store episodes in one batched, idempotent write (an id already stored
         is left as it is); returns how many were offered. Each episode's text is embedded;
         its identifiers are indexed for full text beside the text, not embedded.
         ``vectors``: their embeddings, one row per episode, when the caller already has
         them from this golem's embedder (then nothing is embedded here); InvalidMemory for
-        the wrong shape."""
+        the wrong shape. ``defer``: embed now but write with the next store call (a read,
+        another write, `flush_episodes`, `close`), in one write with every other deferred
+        batch: every reader of this Grimoire still sees them, but they are durable only
+        once `flush_episodes` (or that next call) has returned. A failed write keeps them
+        pending for the next one."""
         if not episodes:
             return 0
         for episode in episodes:
@@ -236,9 +245,35 @@ class Grimoire(KnowledgeMaintenance):
             self._clean_text(episode.text)
         if vectors is None:
             vectors = await self.embedder.aembed([e.text for e in episodes])
-        offered: int = await self._store(self._episodes.upsert, list(episodes), vectors)
+        if defer:
+            with self._pending_lock:
+                self._pending.append((list(episodes), vectors))
+            offered = len({e.id for e in episodes})
+        else:
+            offered = await self._store(self._episodes.upsert, list(episodes), vectors)
         self._emit(EpisodesStored(self.namespace, offered))
         return offered
+
+    async def flush_episodes(self) -> int:
+        """Write the deferred episodes now (one write); returns how many ids were written.
+        When it returns, every episode offered before the call is stored."""
+        return await anyio.to_thread.run_sync(self._write_pending, limiter=self._stores)
+
+    def _write_pending(self) -> int:
+        """On the stores' thread: the deferred batches in one upsert; put back on failure."""
+        with self._pending_lock:
+            batches, self._pending = self._pending, []
+        if not batches:
+            return 0
+        episodes = [e for batch, _ in batches for e in batch]
+        vectors = np.concatenate([np.asarray(v, dtype=np.float32) for _, v in batches])
+        try:
+            written: int = self._episodes.upsert(episodes, vectors)
+        except BaseException:
+            with self._pending_lock:
+                self._pending[:0] = batches
+            raise
+        return written
 
     async def write_entries(self, entries: Sequence[SemanticEntry], *,
                             checked: bool) -> list[SemanticEntry]:
@@ -348,6 +383,8 @@ class Grimoire(KnowledgeMaintenance):
         elif mentions_time(clean):
             log.debug("recall query's time words not read as a window; ignored")
         chosen = filters or rc.RecallFilters()
+        if self._pending:  # the full-text search below runs beside the stores' thread
+            await self.flush_episodes()
         # The episode full-text search needs no vector: run it while the query embeds.
         episode_text = (start_episode_text(self._recall_stores, clean, max(self.cfg.candidates, k),
                                            namespaces, chosen)
@@ -540,8 +577,13 @@ class Grimoire(KnowledgeMaintenance):
 
     async def _store(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on the stores' thread, serialised with every other store call
-        (the stores' SQLite connection and LanceDB writer are not shared across threads)."""
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self._stores)
+        (the stores' SQLite connection and LanceDB writer are not shared across threads),
+        after the deferred episodes are written."""
+        def call() -> T:
+            self._write_pending()
+            return fn(*args)
+
+        return await anyio.to_thread.run_sync(call, limiter=self._stores)
 
     def _time(self, timestamp: float | None) -> float:
         return self._now() if timestamp is None else epoch(timestamp)

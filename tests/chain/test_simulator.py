@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
+from itertools import pairwise
 
 import pytest
 
@@ -13,7 +14,15 @@ from golem.chain.decoding import RawLog, decode
 from golem.chain.evm import ChainError
 from golem.chain.market import Market, deploy_market
 from golem.chain.revm import RevmEvm
-from golem.chain.simulator import REGIMES, TRANSITIONS, MarketSimulator, StepReport
+from golem.chain.simulator import (
+    BUSY,
+    POOLS,
+    REGIMES,
+    TRANSITIONS,
+    Activity,
+    MarketSimulator,
+    StepReport,
+)
 
 T0 = 1_800_000_000
 DT = 10.0
@@ -28,11 +37,12 @@ class Run:
     logs: list[RawLog]
 
 
-def simulate(seed: int, steps: int, crash_at: int | None = None) -> Run:
+def simulate(seed: int, steps: int, crash_at: int | None = None,
+             activity: Activity = BUSY) -> Run:
     evm = RevmEvm()
     market = deploy_market(evm, seed)
     start = evm.head().number + 1
-    sim = MarketSimulator(evm, market, seed)
+    sim = MarketSimulator(evm, market, seed, activity=activity)
     reports = []
     for i in range(steps):
         if i == crash_at:
@@ -161,3 +171,26 @@ def test_same_seed_same_chain_other_seed_other_chain(run_a: Run) -> None:
     other = simulate(seed=8, steps=10)
     cut = run_a.reports[9].last_block
     assert fingerprint(other.logs) != fingerprint([x for x in run_a.logs if x.block_number <= cut])
+
+
+def test_the_pools_market_is_quieter_and_as_reproducible() -> None:
+    busy = simulate(seed=5, steps=120)
+    pools = simulate(seed=5, steps=120, activity=POOLS)
+    names = Counter(decode(log).name for log in pools.logs)
+    assert names["AnswerUpdated"] == 120  # the feed still answers every step
+    assert Counter(decode(log).name for log in busy.logs)["AnswerUpdated"] == 120
+    assert len(pools.logs) < 0.6 * len(busy.logs)
+    assert simulate(seed=5, steps=120, activity=POOLS).logs == pools.logs
+
+
+def test_a_chainlink_style_feed_answers_on_deviation_or_heartbeat() -> None:
+    feed = Activity("feed", dict.fromkeys(REGIMES, 0.0), oracle_deviation=0.005,
+                    oracle_heartbeat_s=300.0)
+    run = simulate(seed=5, steps=200, activity=feed)
+    answers = [(log.block_number, decode(log).args) for log in run.logs
+               if decode(log).name == "AnswerUpdated"]
+    assert 1 < len(answers) < 200
+    for (_, before), (_, after) in pairwise(answers):
+        moved = abs(after["current"] / before["current"] - 1)
+        waited = after["updatedAt"] - before["updatedAt"]
+        assert moved >= 0.005 or waited >= 300

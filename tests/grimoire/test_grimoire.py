@@ -224,6 +224,36 @@ def test_same_event_twice_is_stored_once(tmp_path: Path, model_dir: Path,
     assert with_grimoire(cfg, embedder, body) == 2
 
 
+def test_deferred_episodes_are_read_at_once_and_durable_after_a_flush(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir)
+
+    async def on_disk() -> int:
+        """What another opener of the data dir (a restart after a crash) would find."""
+        other = await Grimoire.open(cfg, now=lambda: NOW, embedder=embedder, owner=False)
+        try:
+            return await other.episode_count()
+        finally:
+            await other.close()
+
+    async def body(g: Grimoire) -> None:
+        assert await g.add_episodes([swap_episode(1), swap_episode(2)], defer=True) == 2
+        assert await g.add_episodes([swap_episode(2), swap_episode(3)], defer=True) == 2
+        assert await on_disk() == 0  # not written yet: a crash now loses them
+        # a recall runs after the deferred write: the episodes are found
+        result = await g.recall("Uniswap swap on the ETH/USDC pool", k=5)
+        assert not result.refused and len(result.hits) >= 3
+        assert await on_disk() == 3
+        await g.add_episodes([swap_episode(4)], defer=True)
+        assert await g.flush_episodes() == 1
+        assert await g.flush_episodes() == 0
+        assert await on_disk() == 4
+        await g.add_episodes([swap_episode(5)], defer=True)  # close writes it
+
+    with_grimoire(cfg, embedder, body)
+    assert run(on_disk) == 5
+
+
 def test_recall_refuses_when_nothing_is_close(tmp_path: Path, model_dir: Path,
                                               embedder: Embedder) -> None:
     cfg = write_config(tmp_path, model_dir)

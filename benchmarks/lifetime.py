@@ -1,0 +1,331 @@
+"""A golem's lifetime at simulated max speed: the default config, end to end (issue 20).
+
+Runs ``golem run --stop-after Dd`` with the default config (``bardo.toml``: simulated
+chain, offline cognition) on a fresh data dir and reports:
+
+- ``golem_days_per_wall_hour`` (start-up included, and without it), wall seconds per
+  golem hour;
+- ``captured_events_per_wall_s``: episodes stored over the run's wall time;
+- ``stages_s``: where the wall time went, from the daemon's own log: Gamma's tick counters
+  (``market_ms``: the market step and its journal; ``poll_ms``: the follower's round;
+  ``perceive_ms``: decoding, perception, rendering, reverts; ``embed_ms``: the episodes'
+  embedding; ``store_ms``: the episode write; ``commit_ms``: cursor and beliefs),
+  Theta's and Delta's tick durations, and the embedder's own totals (every call:
+  capture, Theta's queries, consolidation). Loops overlap (Theta and Delta tick beside
+  Gamma), so the stages add up to more than the wall time when they do;
+- ``cpu_s``: the daemon's CPU seconds (user + system, every thread): on shared cores
+  the wall time swings with other work, its CPU time much less;
+- ``rss_mb``: the daemon's peak (VmHWM) and steady RSS (median and max of the samples of
+  the second half of the run, one a second);
+- ``standalone``: the same model and settings embedding a sample of the stored episode
+  texts in this process after the run, in the calls capture made (one per Gamma tick);
+  ``captured_over_standalone`` is the run's captured events per wall second over that
+  rate, ``daemon_embedder_over_standalone`` the daemon's embedder's texts/s over it;
+- ``restart_s``: a second start of the same data dir until its first Gamma tick (the
+  simulated chain is rebuilt from the data dir first), with ``--restart``.
+
+The machine is usually shared: the load average at start and end is recorded.
+
+    .venv/bin/python benchmarks/lifetime.py --days 0.25 [--restart] [--keep DIR]
+
+Prints one JSON object; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from golem.config import load_config
+from golem.grimoire.embedder import Embedder
+from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.records import Episode
+from golem.logging import configure_logging
+
+REPO = Path(__file__).resolve().parent.parent
+GAMMA_STAGES = ("market_ms", "poll_ms", "perceive_ms", "embed_ms", "store_ms", "commit_ms")
+PREFIX = "chain-capture."
+
+
+def write_config(directory: Path, market: str | None = None) -> Path:
+    """The default config with its data dir in ``directory`` and the repo's model;
+    ``market``: chain.market_activity instead of the default config's."""
+    text = (REPO / "bardo.toml").read_text()
+    text = text.replace('data_dir = "data"', f'data_dir = "{directory / "data"}"')
+    text = text.replace('model_dir = "models/', f'model_dir = "{REPO}/models/')
+    if market is not None:
+        line = f'market_activity = "{market}"'
+        text, found = re.subn(r"(?m)^market_activity = .*$", line, text)
+        if not found:
+            text = text.replace("[chain]\n", f"[chain]\n{line}\n", 1)
+    config = directory / "bardo.toml"
+    config.write_text(text)
+    return config
+
+
+class LogTally:
+    """Folds the daemon's JSON log lines as they are written (a month is ~10^6 lines)."""
+
+    def __init__(self) -> None:
+        self.ticks: Counter[str] = Counter()
+        self.tick_ms: dict[str, float] = defaultdict(float)
+        self.gamma: dict[str, float] = defaultdict(float)
+        self.episodes = 0
+        self.golem_time = ""
+        self.first_tick_wall: float | None = None
+        self.embedder: dict[str, Any] = {}
+        self.stopped: dict[str, Any] = {}
+        self.errors = 0
+
+    def line(self, raw: str, wall: float) -> None:
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            return
+        event = rec.get("event")
+        if rec.get("level") in ("error", "critical"):
+            self.errors += 1
+        if event == "tick":
+            loop = str(rec["loop"])
+            self.ticks[loop] += 1
+            self.tick_ms[loop] += float(rec["duration_ms"])
+            self.golem_time = str(rec.get("golem_time", self.golem_time))
+            if loop == "gamma":
+                if self.first_tick_wall is None:
+                    self.first_tick_wall = wall
+                for stage in GAMMA_STAGES:
+                    self.gamma[stage] += float(rec.get(PREFIX + stage, 0.0))
+                self.episodes += int(rec.get(PREFIX + "episodes", 0))
+        elif event == "embedder totals":
+            self.embedder = {k: rec[k] for k in ("calls", "texts", "chars", "seconds",
+                                                 "texts_per_s") if k in rec}
+        elif event == "golem stopped":
+            self.stopped = rec
+
+
+def _rss_kb(pid: int, field: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def run_golem(config: Path, days: float, log_path: Path) -> dict[str, Any]:
+    """One run to ``days`` golem days; its log folded, RSS sampled once a second."""
+    tally = LogTally()
+    rss: list[tuple[float, int]] = []
+    peak = 0
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MALLOC_ARENA_MAX": "2"}
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    last_note = started
+    with log_path.open("w") as out, log_path.open() as reader:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "golem", "run", "--config", str(config),
+             "--stop-after", f"{days * 86400:g}s"],
+            stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+        pending = ""
+        while True:
+            done = proc.poll() is not None
+            chunk = reader.read()
+            now = time.perf_counter() - started
+            pending += chunk
+            *lines, pending = pending.split("\n")
+            for raw in lines:
+                tally.line(raw, now)
+            if done:
+                break
+            kb = _rss_kb(proc.pid, "VmRSS")
+            peak = max(peak, _rss_kb(proc.pid, "VmHWM") or 0)
+            if kb is not None:
+                rss.append((now, kb))
+            if time.perf_counter() - last_note >= 30:
+                last_note = time.perf_counter()
+                print(f"[{now:7.0f} s] golem time {tally.golem_time or '-'}, "
+                      f"{tally.episodes} episodes, rss {(kb or 0) / 1024:.0f} MB",
+                      file=sys.stderr, flush=True)
+            time.sleep(1.0)
+        for raw in (pending + reader.read()).split("\n"):
+            tally.line(raw, time.perf_counter() - started)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+    if proc.returncode != 0:
+        raise SystemExit(f"golem run exited {proc.returncode}; log: {log_path}")
+    second_half = [kb for t, kb in rss if t >= wall / 2] or [kb for _, kb in rss]
+    return {"wall": wall, "cpu": cpu, "tally": tally,
+            "rss_mb": {"peak": round(peak / 1024, 1),
+                       "steady_median": round(statistics.median(second_half) / 1024, 1)
+                       if second_half else None,
+                       "steady_max": round(max(second_half) / 1024, 1) if second_half
+                       else None, "samples": len(rss)}}
+
+
+def time_restart(config: Path, log_path: Path) -> float:
+    """Wall seconds from a second start of the data dir to its first Gamma tick."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MALLOC_ARENA_MAX": "2"}
+    started = time.perf_counter()
+    first: float | None = None
+    with log_path.open("w") as out, log_path.open() as reader:
+        proc = subprocess.Popen([sys.executable, "-m", "golem", "run", "--config",
+                                 str(config), "--stop-after", "10s"], stdout=out,
+                                stderr=subprocess.STDOUT, cwd=REPO, env=env)
+        seen = ""
+        while first is None and proc.poll() is None:
+            seen += reader.read()
+            if '"loop": "gamma"' in seen:
+                first = time.perf_counter() - started
+            time.sleep(0.05)
+        if proc.wait() != 0:
+            raise SystemExit(f"the restart exited {proc.returncode}; log: {log_path}")
+    return round(first if first is not None else time.perf_counter() - started, 2)
+
+
+def sample_ticks(config_path: Path, texts: int, seed: int) -> list[list[str]]:
+    """Stored episode texts grouped as capture embedded them (one call per Gamma tick),
+    whole ticks drawn at random until about ``texts`` texts."""
+    async def read() -> list[list[str]]:
+        config = load_config(config_path)
+        grimoire = await Grimoire.open(config, now=lambda: 0.0)
+
+        def fold(batches: Iterator[list[Episode]]) -> dict[int, list[str]]:
+            ticks: dict[int, list[str]] = defaultdict(list)
+            for batch in batches:
+                for e in batch:
+                    if e.provenance.process == "gamma":
+                        ticks[e.tick].append(e.text)
+            return ticks
+
+        try:
+            by_tick: dict[int, list[str]] = await grimoire.scan_episodes(fold)
+        finally:
+            await grimoire.close()
+        order = sorted(by_tick)
+        random.Random(seed).shuffle(order)
+        out: list[list[str]] = []
+        for tick in order:
+            if sum(map(len, out)) >= texts:
+                break
+            out.append(by_tick[tick])
+        return out
+
+    return anyio.run(read)
+
+
+def standalone_rate(config_path: Path, calls: list[list[str]]) -> dict[str, Any]:
+    cfg = load_config(config_path).grimoire
+    embedder = Embedder.load(cfg.model_dir, cfg.embed_batch_size)
+    embedder.embed(calls[0] if calls else ["warm up"])
+    started = time.perf_counter()
+    for texts in calls:
+        embedder.embed(texts)
+    seconds = time.perf_counter() - started
+    n = sum(map(len, calls))
+    return {"texts": n, "calls": len(calls), "seconds": round(seconds, 2),
+            "texts_per_s": round(n / seconds, 1) if seconds else None,
+            "mean_chars": round(sum(len(t) for c in calls for t in c) / max(n, 1), 1)}
+
+
+def report(days: float, run: dict[str, Any], standalone: dict[str, Any],
+           start: float) -> dict[str, Any]:
+    """The run's numbers; rates are per golem hour actually lived (a golem that dies
+    before ``days`` stops there: ``stop_reason`` says why)."""
+    tally: LogTally = run["tally"]
+    wall = run["wall"]
+    startup = tally.first_tick_wall or 0.0
+    stopped = tally.stopped.get("golem_time")
+    if stopped:
+        days = (datetime.fromisoformat(str(stopped).replace("Z", "+00:00")).timestamp()
+                - start) / 86400
+    hours = days * 24
+    g = {k.removesuffix("_ms"): v / 1000 for k, v in tally.gamma.items()}
+    stages = {"market": g.get("market", 0.0),
+              "capture": g.get("poll", 0.0) + g.get("perceive", 0.0),
+              "embedding": g.get("embed", 0.0),
+              "store": g.get("store", 0.0) + g.get("commit", 0.0),
+              "theta": tally.tick_ms["theta"] / 1000, "delta": tally.tick_ms["delta"] / 1000}
+    gamma_total = tally.tick_ms["gamma"] / 1000
+    stages["gamma_other"] = gamma_total - sum(g.values())
+    captured = tally.episodes / wall if wall else 0.0
+    rate = standalone.get("texts_per_s") or 0.0
+    daemon_rate = float(tally.embedder.get("texts_per_s") or 0.0)
+    return {
+        "benchmark": "lifetime", "golem_days": round(days, 4),
+        "stop_reason": tally.stopped.get("reason"), "wall_s": round(wall, 1),
+        "startup_s": round(startup, 1),
+        "golem_days_per_wall_hour": round(days / (wall / 3600), 3),
+        "golem_days_per_wall_hour_after_startup": round(days / ((wall - startup) / 3600), 3),
+        "wall_s_per_golem_hour": round((wall - startup) / hours, 2),
+        "cpu_s": round(run["cpu"], 1),
+        "cpu_s_per_golem_hour": round(run["cpu"] / hours, 2),
+        "ticks": dict(tally.ticks), "episodes": tally.episodes,
+        "episodes_per_golem_hour": round(tally.episodes / hours, 1),
+        "captured_events_per_wall_s": round(captured, 2),
+        "stages_s": {k: round(v, 2) for k, v in stages.items()},
+        "stages_s_per_golem_hour": {k: round(v / hours, 3) for k, v in stages.items()},
+        "gamma_stages_s": {k: round(v, 2) for k, v in g.items()},
+        "daemon_embedder": tally.embedder,
+        "standalone": standalone,
+        "captured_over_standalone": round(captured / rate, 3) if rate else None,
+        "daemon_embedder_over_standalone": round(daemon_rate / rate, 3) if rate else None,
+        "rss_mb": run["rss_mb"], "errors_logged": tally.errors,
+        "stopped_at": tally.stopped.get("golem_time"),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--days", type=float, default=30.0, help="golem days (default 30)")
+    ap.add_argument("--sample-texts", type=int, default=2000,
+                    help="stored texts embedded standalone after the run (default 2000)")
+    ap.add_argument("--restart", action="store_true",
+                    help="also time a restart of the data dir to its first Gamma tick")
+    ap.add_argument("--market", choices=("busy", "pools"), default=None,
+                    help="chain.market_activity (default: the default config's)")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="run in this (new) directory and keep it (default: a temp dir)")
+    args = ap.parse_args()
+    configure_logging("warning", "json", sys.stderr)
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="golem-lifetime-") as tmp:
+        directory = args.keep or Path(tmp)
+        directory.mkdir(parents=True, exist_ok=True)
+        config = write_config(directory, args.market)
+        print(f"running the default golem for {args.days:g} golem days in {directory}...",
+              file=sys.stderr, flush=True)
+        run = run_golem(config, args.days, directory / "golem.log")
+        print(f"done in {run['wall']:.0f} s; embedding a sample standalone...",
+              file=sys.stderr, flush=True)
+        calls = sample_ticks(config, args.sample_texts, seed=42)
+        out = report(args.days, run, standalone_rate(config, calls),
+                     load_config(config).clock.start.timestamp())
+        out["market_activity"] = load_config(config).chain.market_activity
+        if args.restart:
+            print("timing a restart...", file=sys.stderr, flush=True)
+            out["restart_s"] = time_restart(config, directory / "restart.log")
+    out["load_avg_1m"] = {"start": round(load[0], 2), "end": round(os.getloadavg()[0], 2)}
+    out["cpus"] = os.cpu_count()
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
