@@ -162,6 +162,26 @@ class RpcSection:
 
 
 @dataclass(frozen=True)
+class PlantedSection:
+    """A planted regularity in the simulated market's oracle (golem.chain.planted): after
+    a move of at least ``drop`` over ``lookback_s``, the next ``horizon_s`` pull the price
+    back by ``pull`` in regime ``revert_in`` and further along in ``continue_in``; from
+    ``swap_after_s`` golem seconds after birth on (0: never) the two regimes trade
+    places. Off by default: the lab's market turns it on. Part of the chain a data dir
+    replays."""
+
+    enabled: bool = False
+    drop: float = field(default=0.015, metadata=_check(gt=0, le=1))
+    max_drop: float = field(default=0.1, metadata=_check(gt=0, le=10))
+    lookback_s: float = field(default=600.0, metadata=_check(gt=0, le=86_400))
+    horizon_s: float = field(default=300.0, metadata=_check(gt=0, le=86_400))
+    pull: float = field(default=0.02, metadata=_check(gt=0, le=1))
+    revert_in: Literal["calm", "trending", "volatile", "crash"] = "volatile"
+    continue_in: Literal["calm", "trending", "volatile", "crash"] = "calm"
+    swap_after_s: float = field(default=0.0, metadata=_check(ge=0))
+
+
+@dataclass(frozen=True)
 class ChainSection:
     """Where Gamma reads events: the in-process market, a node over RPC, or nowhere."""
 
@@ -181,6 +201,7 @@ class ChainSection:
     # the actors' trades every step; "pools" on a few steps an hour. Part of the chain:
     # a data dir keeps the activity it was built with.
     market_activity: Literal["busy", "pools"] = "busy"
+    planted: PlantedSection = field(default_factory=PlantedSection)
     rpc: RpcSection = field(default_factory=RpcSection)
 
 
@@ -529,6 +550,11 @@ def _check_mortality(cfg: Config) -> None:
 
 
 def _check_chain(chain: ChainSection) -> None:
+    planted = chain.planted
+    if planted.enabled and planted.revert_in == planted.continue_in:
+        raise ConfigError("chain.planted.continue_in: must differ from revert_in")
+    if planted.enabled and planted.max_drop <= planted.drop:
+        raise ConfigError("chain.planted.max_drop: must be above chain.planted.drop")
     rpc = chain.rpc
     if rpc.url:
         problem = config_checks.url_problem(rpc.url)

@@ -17,12 +17,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from golem.config import Config
+from golem.config import Config, PlantedSection
 from golem.runtime.daemon import SetupContext
 from golem.runtime.handlers import HandlerRegistry, TickHandler
 
 if TYPE_CHECKING:
     from golem.actions.execution import Executor
+    from golem.chain.planted import PlantedDrops
     from golem.cognition.model import ModelCognition
     from golem.gamma.capture import GammaCapture
     from golem.grimoire.grimoire import Grimoire
@@ -159,7 +160,8 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
     stack.callback(store.close)
     if chain.mode == "simulated":
         source = await anyio.to_thread.run_sync(
-            partial(SimulatedSource.create, activity=chain.market_activity),
+            partial(SimulatedSource.create, activity=chain.market_activity,
+                    planted=planted_drops(chain.planted)),
             ctx.config.golem.seed, ctx.clock.now(), store)
         capture = GammaCapture(grimoire, source.reader, source.watch, store,
                                ctx.config.data_dir, chain, ctx.events, market=source,
@@ -226,3 +228,15 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
         executor=executor, memory=ctx.config.theta_context.memory,
         horizon_s=offline.HORIZON_TICKS * ctx.config.theta.interval_s))
     return executor
+
+
+def planted_drops(section: PlantedSection) -> PlantedDrops | None:
+    """The simulated market's planted regularity from ``[chain.planted]``; None when off."""
+    from golem.chain.planted import PlantedDrops  # noqa: PLC0415
+
+    if not section.enabled:
+        return None
+    return PlantedDrops(drop=section.drop, max_drop=section.max_drop,
+                        lookback_s=section.lookback_s, horizon_s=section.horizon_s,
+                        pull=section.pull, revert_in=section.revert_in,
+                        continue_in=section.continue_in, swap_after_s=section.swap_after_s)

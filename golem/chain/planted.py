@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -71,6 +71,11 @@ class PlantedDrops:
         self._sign = -along if regime == revert_in else along
         self._until = time + self.horizon_s
         self._quiet_until = self._until + self.lookback_s
+
+    def describe(self) -> str:
+        """The parameters, one stable string (what a data dir records of its chain)."""
+        return ",".join(f"{f.name}:{getattr(self, f.name)}" for f in fields(self)
+                        if f.init)
 
     def regimes_at(self, time: float) -> tuple[str, str]:
         """(the regime where large moves revert, the one where they continue) at ``time``."""

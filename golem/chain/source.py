@@ -31,6 +31,7 @@ from golem.chain.compile import load_artifacts
 from golem.chain.cursor import CaptureStore
 from golem.chain.evm import ChainError, TxResult
 from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, Market, deploy_market
+from golem.chain.planted import PlantedDrops
 from golem.chain.reader import InProcessReader
 from golem.chain.revm import COMPACT_EVERY, RevmEvm
 from golem.chain.simulator import ACTIVITIES, MarketSimulator, RegimeSwitch, StepReport
@@ -64,12 +65,13 @@ class SimulatedSource:
 
     @classmethod
     def create(cls, seed: int, start_time: float, store: CaptureStore | None = None, *,
-               compact_every: int = COMPACT_EVERY, activity: str = "busy") -> SimulatedSource:
+               compact_every: int = COMPACT_EVERY, activity: str = "busy",
+               planted: PlantedDrops | None = None) -> SimulatedSource:
         """Deploy the market; with a store, reuse its genesis and replay its journal.
-        `compact_every` (blocks between revm state rebuilds) and `activity` (the market's,
-        a key of ACTIVITIES) are part of the chain's determinism: a data dir must always
-        be opened with the same values (tests lower compact_every to reach a compaction
-        in a few steps)."""
+        `compact_every` (blocks between revm state rebuilds), `activity` (the market's,
+        a key of ACTIVITIES) and `planted` (a planted regularity, fresh: no step taken)
+        are part of the chain's determinism: a data dir must always be opened with the
+        same values (tests lower compact_every to reach a compaction in a few steps)."""
         genesis = int(start_time) - 3600
         steps: list[tuple[float, float]] = []
         golem_txs: list[tuple[int, float, str, bytes]] = []
@@ -83,6 +85,8 @@ class SimulatedSource:
             chain = f"{EVM_RULES} compact_every={compact_every}"
             if activity != "busy":  # data dirs of the busy market predate the option
                 chain += f" activity={activity}"
+            if planted is not None:
+                chain += f" planted={planted.describe()}"
             if stored_genesis is None:
                 store.set_sim_meta("seed", str(seed))
                 store.set_sim_meta("genesis_timestamp", str(genesis))
@@ -100,7 +104,8 @@ class SimulatedSource:
             golem_txs = store.sim_golem_txs()
         evm = RevmEvm(genesis_timestamp=genesis, seed=seed, compact_every=compact_every)
         market = deploy_market(evm, seed)
-        simulator = MarketSimulator(evm, market, seed, activity=ACTIVITIES[activity])
+        simulator = MarketSimulator(evm, market, seed, activity=ACTIVITIES[activity],
+                                    planted=planted)
         source = cls(evm, market, simulator, store)
         if steps or golem_txs:
             log.info("replaying the simulated market", steps=len(steps), golem_txs=len(golem_txs))

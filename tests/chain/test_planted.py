@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from golem.chain.cursor import CaptureStore
 from golem.chain.planted import PlantedDrops
+from golem.chain.source import SimulatedSource
+from golem.errors import ConfigError
 
 
 def drifts(planted: PlantedDrops, start: float, regime: str, prices: list[float]) -> list[float]:
@@ -34,3 +39,24 @@ def test_state_survives_json_and_continues_identically() -> None:
     rest = FALL[12:]
     assert drifts(one, 720.0, "volatile", rest) == drifts(two, 720.0, "volatile", rest)
     assert any(first)
+
+
+def test_a_data_dir_keeps_the_planted_market_it_was_built_with(tmp_path) -> None:
+    """The planted regularity is part of the chain: a journal replays only under the same
+    parameters, so reopening with others (or none) is refused, and the same ones replay
+    to the same head."""
+    store = CaptureStore.open(tmp_path / "chain")
+    try:
+        source = SimulatedSource.create(5, 1_767_225_600.0, store,
+                                        planted=PlantedDrops(swap_after_s=60))
+        for i in range(1, 4):
+            source.advance(1_767_225_600.0 + 10 * i, 10.0)
+        head = source.evm.head()
+        again = SimulatedSource.create(5, 1_767_225_600.0, store,
+                                       planted=PlantedDrops(swap_after_s=60))
+        assert again.evm.head() == head
+        for other in (None, PlantedDrops(swap_after_s=120)):
+            with pytest.raises(ConfigError, match="planted"):
+                SimulatedSource.create(5, 1_767_225_600.0, store, planted=other)
+    finally:
+        store.close()
