@@ -2,10 +2,12 @@
 
 An overlay holds a top-level ``description`` and the configuration sections it changes;
 everything else comes from the base configuration (the starter ``bardo.toml`` unless the
-operator gives ``--base``). A run's configuration is the base, the overlay merged over it
-key by key, then what the lab sets for every run: the market seed, the golem's name and
-its own data dir. It is validated by the same loader ``golem run`` uses before any run
-starts, so a bad overlay fails the whole command at once with the key it names.
+operator gives ``--base``). A run's configuration is the base, the lab's market
+(``market.toml``) and the arm's overlay merged over it key by key, then what the lab sets
+for every run: the market seed, the planted regularity's swap at half the life, the
+golem's name and its own data dir. It is validated by the same loader ``golem run``
+uses before any run starts, so a bad overlay fails the whole command at once with the
+key it names.
 """
 
 from __future__ import annotations
@@ -75,13 +77,20 @@ def merged(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_config(base: dict[str, Any], run: Run, run_dir: Path) -> str:
+def lab_market() -> dict[str, Any]:
+    """The lab's market overlay (``market.toml``)."""
+    text = resources.files("golem.lab").joinpath("market.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
+def run_config(base: dict[str, Any], run: Run, run_dir: Path, life_s: float) -> str:
     """The TOML text of one run's configuration, validated. ConfigError (naming the arm)
     when the merged configuration is invalid."""
     _, overlay = load_arm(run.arm)
-    config = merged(merged(base, overlay), {"golem": {
-        "name": f"lab-{run.arm}-{run.seed}", "seed": market_seed(run.arm, run.seed),
-        "data_dir": str((run_dir / "data").resolve())}})
+    config = merged(merged(merged(base, lab_market()), overlay), {
+        "golem": {"name": f"lab-{run.arm}-{run.seed}", "seed": market_seed(run.arm, run.seed),
+                  "data_dir": str((run_dir / "data").resolve())},
+        "chain": {"planted": {"swap_after_s": life_s / 2}}})
     text = tomli_w.dumps(config)
     try:
         parse_config(text, source=run_dir / "bardo.toml")

@@ -121,7 +121,7 @@ class LabRunner:
         for run in runs:  # every configuration is valid before anything starts
             path = run_dir(self.lab, run)
             path.mkdir(parents=True, exist_ok=True)
-            text = run_config(self.base, run, path)
+            text = run_config(self.base, run, path, self.design.life_s)
             config_file = path / "bardo.toml"
             if not config_file.exists() or config_file.read_text(encoding="utf-8") != text:
                 config_file.write_text(text, encoding="utf-8")

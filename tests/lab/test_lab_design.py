@@ -49,7 +49,9 @@ def test_overlays_merge_key_by_key_and_every_shipped_arm_makes_a_valid_config(
     for arm in arm_names():
         description, _ = load_arm(arm)
         assert description
-        config = parse_config(run_config(base, Run(arm, 5), tmp_path / arm))
+        config = parse_config(run_config(base, Run(arm, 5), tmp_path / arm, 3600.0))
+        assert config.chain.planted.enabled and config.chain.planted.swap_after_s == 1800.0
+        assert config.mortality.hazard_per_day == 0.0
         assert config.golem.seed == market_seed(arm, 5)
         assert config.data_dir == (tmp_path / arm / "data").resolve()
         assert config.theta_context.memory is (arm != "no-memory")
