@@ -88,6 +88,27 @@ class MarketSimulator:
             raise ValueError(f"unknown regime {regime!r}")
         self._forced = regime
 
+    def state(self) -> dict[str, Any]:
+        """Everything the next steps depend on besides the chain, as JSON-ready data
+        (with the chain's snapshot, a market restored by `restore_state` goes on exactly
+        as this one does)."""
+        version, internal, gauss = self.rng.getstate()
+        return {"rng": [version, list(internal), gauss], "regime": self.regime,
+                "trend_sign": self.trend_sign, "price": self.price, "forced": self._forced,
+                "ground_truth": [[s.golem_time, s.block_number, s.regime]
+                                 for s in self.ground_truth],
+                "token0s": dict(sorted(self._token0s.items()))}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Take back what `state` returned (KeyError, TypeError, ValueError if it is not)."""
+        version, internal, gauss = state["rng"]
+        self.rng.setstate((int(version), tuple(int(x) for x in internal), gauss))
+        self.regime, self.trend_sign = str(state["regime"]), float(state["trend_sign"])
+        self.price, self._forced = float(state["price"]), state["forced"]
+        self.ground_truth = [RegimeSwitch(float(t), int(b), str(r))
+                             for t, b, r in state["ground_truth"]]
+        self._token0s = {str(k): str(v) for k, v in state["token0s"].items()}
+
     # --- the step --------------------------------------------------------------
 
     def step(self, golem_time: float, dt: float) -> StepReport:
