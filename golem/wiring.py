@@ -174,6 +174,7 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
                                expected_chain_id=rpc.chain_id,
                                names=market_names(load_market(Path(market_file)))
                                if market_file else Names())
+    stack.callback(capture.save_handoff)  # after the loops stopped, before the store closes
     ctx.registry.register("gamma", capture)
     return capture
 
@@ -211,9 +212,11 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     executor = await open_actions(
         ctx.config, stack, grimoire, cage, source=capture.market, now=ctx.clock.now,
         accepting=lambda: accepting_new_positions(data_dir)) if capture is not None else None
-    ctx.registry.register("theta", ThetaCycle(
+    theta = ThetaCycle(
         governor, journal, policies, cage, capture.to_theta if capture else None, ctx.events,
         loop2_every=ctx.config.theta_context.loop2_every, model=model,
         t2_curiosity=ctx.config.cognition.t2_curiosity, vitality_reader=vitality_reader,
-        executor=executor))
+        executor=executor)
+    stack.callback(theta.save_state)  # after the loops stopped, before the journal closes
+    ctx.registry.register("theta", theta)
     return executor

@@ -34,7 +34,7 @@ import structlog
 
 from golem.actions.cage import Cage, Portfolio, Verdict, check
 from golem.actions.proposal import ProposedAction
-from golem.cognition import offline
+from golem.cognition import offline, theta_state
 from golem.cognition.decisions import Decision, Malformed
 from golem.cognition.frames import Keyframes
 from golem.cognition.journal import DecisionJournal, Outcome
@@ -173,9 +173,12 @@ class ThetaCycle:
     _regime: MarketRegime | None = field(default=None, init=False)
     _frames: Keyframes = field(default_factory=Keyframes, init=False)
     _reading: VitalitySignal | None = field(default=None, init=False)  # this tick's
+    _resumed: bool = field(default=False, init=False)  # the saved state was looked for
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
-        seen = await self._sense()
+        seen = await self._sense()  # first: it takes Gamma's hand-off as the tick starts
+        if not self._resumed:
+            await anyio.to_thread.run_sync(self._resume)
         policy = await anyio.to_thread.run_sync(self.policies.latest)
         portfolio, holdings = await self.executor.view() if self.executor else (NO_POSITIONS, ())
         live = [*self._live(seen.feed, seen.prices, seen.escalated, self._positions(holdings)),
@@ -231,6 +234,25 @@ class ThetaCycle:
                 "malformed": int(think.status == "malformed"),
                 **{f"actions_{k}": sum(r.status == s for r in executed) for k, s in
                    (("executed", "ok"), ("reverted", "reverted"), ("dry_run", "dry_run"))}}
+
+    def _resume(self) -> None:
+        """The first tick of a run: take back what a clean stop saved (theta_state), and
+        the regime the last decision saw (from the journal: it survives a kill too)."""
+        self._resumed = True
+        last_seen = self.journal.last_regime()
+        self._regime = MarketRegime(last_seen) if last_seen else None
+        tick = self.journal.last_tick()
+        saved = theta_state.load(self.journal.path.parent, tick) if tick is not None else None
+        if saved is not None:
+            self.grimoire_governor.previous, self._frames = saved
+
+    def save_state(self) -> None:
+        """At a clean stop (wiring calls it once the loops stopped): what the next start
+        needs to assemble and frame its first tick as this run would have."""
+        tick = self.journal.last_tick()
+        if tick is not None:
+            theta_state.save(self.journal.path.parent, tick, self.grimoire_governor.previous,
+                             self._frames)
 
     async def _sense(self) -> _Seen:
         """This tick's inputs: Gamma's tape and escalations, the regime, vitality's phase."""

@@ -71,6 +71,7 @@ log = structlog.get_logger("golem.capture")
 
 CHAIN_DIR = "chain"
 BELIEFS_FILE = "beliefs.json"
+HANDOFF_FILE = "handoff.json"  # the hand-off at the last clean stop, with the cursor
 GROUND_TRUTH_FILE = "ground_truth.jsonl"
 MAX_REWINDS_PER_TICK = 4
 
@@ -113,6 +114,36 @@ class GammaCapture:
         self._rng = random.Random()  # noqa: S311 - jitter, not crypto
         self._truth_written = _count_lines(self.data_dir / CHAIN_DIR / GROUND_TRUTH_FILE)
         save_names(self.data_dir, self.names)
+        self._load_handoff()
+
+    def save_handoff(self) -> None:
+        """At shutdown: the hand-off to Theta (price tape, queued escalations) with the
+        committed cursor, which the next start takes back if the cursor has not moved
+        since (a later kill leaves it stale: then it is ignored)."""
+        if self.follower is None or self.follower.window.cursor is None:
+            return
+        top = self.follower.window.headers[-1]
+        data = {"chain_id": self.chain_id, "cursor": [top.number, top.hash],
+                "last_feed": self._last_feed, "handoff": self.to_theta.to_dict()}
+        folder = self.data_dir / CHAIN_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(folder / HANDOFF_FILE, json.dumps(data).encode())
+
+    def _load_handoff(self) -> None:
+        path = self.data_dir / CHAIN_DIR / HANDOFF_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            window, _ = self.store.load(int(data["chain_id"]), 1)
+            if not window.headers or [window.headers[-1].number,
+                                      window.headers[-1].hash] != data["cursor"]:
+                return  # capture went on after it was written (a kill): stale
+            self.to_theta.restore(data["handoff"])
+            self._last_feed = data["last_feed"]
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("hand-off unreadable; starting without it", path=str(path),
+                        error=str(exc))
 
     def name_addresses(self, names: Mapping[str, str]) -> None:
         """Add names (e.g. the golem's own wallet, known once actions are set up); kept
