@@ -5,7 +5,10 @@ pulling the pools toward the oracle, LPs adding and removing liquidity,
 borrowers (supply WETH, borrow USDC, sometimes repay), a liquidator, and
 honeypot buyers whose sells revert (recorded, not raised).
 
-The oracle follows a regime-dependent random walk. Regimes switch by a seeded
+The oracle follows a regime-dependent random walk, reflected at PRICE_BAND times
+the initial price either way (crashes fall harder than anything climbs, so an
+unbounded walk reached ~1e-54 USD after 11 golem days and the actors' amounts
+overflowed uint256). Regimes switch by a seeded
 Markov chain evaluated once per step (rows of TRANSITIONS: from-regime, columns:
 to-regime, in REGIMES order). Calm mostly stays calm; trending and volatile
 persist for tens of steps; a crash is rare, short and decays into volatility.
@@ -41,6 +44,7 @@ DRIFT_VOL: dict[str, tuple[float, float]] = {
 }
 TX_BUDGET = {"calm": 4, "trending": 6, "volatile": 8, "crash": 10}
 MAX_TX_PER_STEP = 20
+PRICE_BAND = 10.0  # the oracle stays within initial / 10 .. initial x 10
 ARB_THRESHOLD = 0.005
 HEALTHY = E18
 
@@ -125,6 +129,10 @@ class MarketSimulator:
         scale = math.sqrt(max(dt, 1.0) / 10.0)  # volatilities are per 10 s tick
         sign = self.trend_sign if self.regime == "trending" else 1.0
         self.price *= math.exp(sign * drift * scale + vol * scale * self.rng.gauss(0.0, 1.0))
+        low = self.market.initial_eth_usd / PRICE_BAND
+        high = self.market.initial_eth_usd * PRICE_BAND
+        if not low <= self.price <= high:  # reflect in log space back into the band
+            self.price = low * low / self.price if self.price < low else high * high / self.price
         report = StepReport(golem_time, self.regime, self.price, first_block=start_block)
         self._report = report
         if switched:

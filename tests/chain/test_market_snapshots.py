@@ -4,6 +4,7 @@ real capture store (SQLite)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,8 +16,10 @@ import pytest
 from golem.chain.abi import encode_call
 from golem.chain.compile import load_artifacts
 from golem.chain.cursor import CaptureStore
+from golem.chain.market import deploy_market
 from golem.chain.reorg import BlockWindow, Header
 from golem.chain.revm import RevmEvm
+from golem.chain.simulator import MarketSimulator
 from golem.chain.snapshots import snapshot_files, snapshot_problems
 from golem.chain.source import SimulatedSource
 from golem.errors import EXIT_DATAERR, DataError
@@ -262,3 +265,21 @@ def test_a_snapshot_past_the_journals_end_is_a_cut_journal(tmp_path: Path) -> No
     with pytest.raises(DataError, match=f"taken after market step {steps} .* rows were "
                                         "deleted"), opened(tmp_path):
         pass
+
+
+def test_the_market_drivers_whole_state_is_in_its_snapshot() -> None:
+    """Every attribute of a MarketSimulator comes back from `state`, but those that are
+    the chain itself or fixed at construction (a new attribute fails here until `state`
+    and `restore_state` carry it)."""
+    evm = RevmEvm()
+    market = deploy_market(evm, SEED)
+    sim = MarketSimulator(evm, market, SEED)
+    for i in range(30):
+        sim.step(T0 + 10.0 * i, 10.0)
+    again = MarketSimulator(evm, market, SEED + 1, regime="crash")
+    again.restore_state(json.loads(json.dumps(sim.state())))
+    fixed = {"evm", "market", "abi", "_report"}
+    assert set(vars(again)) == set(vars(sim))
+    assert {k: v for k, v in vars(again).items() if k not in fixed and k != "rng"} == \
+        {k: v for k, v in vars(sim).items() if k not in fixed and k != "rng"}
+    assert again.rng.getstate() == sim.rng.getstate()
