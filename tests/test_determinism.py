@@ -25,14 +25,16 @@ from .conftest import REPO, child_env, config_text, golem_cmd, stored_episode_id
 from .test_chaos_kill import golem_time, meta, wait_for_loops
 
 MODEL = REPO / "models" / "all-minilm-l6-v2-int8"
-SEED = 23
+SEED = 42
+# bardo.toml's cage: the golem may trade WETH/USDC, so its own transactions are in the chain
+CAGE = {"allowed_assets": ["USDC", "WETH"], "max_notional_usd": 20, "max_position_usd": 100}
 
 
 def golem_config(tmp_path: Path, name: str) -> tuple[Path, Config]:
     folder = tmp_path / name
     folder.mkdir()
     path = folder / "golem.toml"
-    path.write_text(config_text({"golem": {"data_dir": "data", "seed": SEED},
+    path.write_text(config_text({"golem": {"data_dir": "data", "seed": SEED}, "cage": CAGE,
                                  "grimoire": {"model_dir": str(MODEL)},
                                  "logging": {"format": "json", "level": "warning"}}))
     return path, load_config(path)
@@ -58,6 +60,16 @@ def journal_times(config: Config) -> list[float]:
         conn.close()
 
 
+def golem_txs(config: Config) -> list[tuple[Any, ...]]:
+    """The golem's own journalled transactions: after which step, when, what (bytes)."""
+    conn = sqlite3.connect(config.data_dir / "chain" / "capture.db")
+    try:
+        return conn.execute("SELECT after_step, golem_time, kind, data FROM sim_golem_txs "
+                            "ORDER BY seq").fetchall()
+    finally:
+        conn.close()
+
+
 def first_difference(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> str:
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -76,6 +88,9 @@ def same_life(one: Config, other: Config) -> None:
     times = journal_times(one)
     assert len(times) == len(set(times)), "a golem time was stepped twice"
     assert times == journal_times(other)
+    txs = golem_txs(one)
+    assert len([t for t in txs if t[2] == "raw"]) >= 2, "the golem did not trade"
+    assert txs == golem_txs(other)
 
 
 def run_to(path: Path, stop_at: str) -> None:
@@ -83,12 +98,13 @@ def run_to(path: Path, stop_at: str) -> None:
 
 
 def test_a_restart_at_a_golem_time_changes_nothing(tmp_path: Path) -> None:
-    """An uninterrupted run to 6 golem minutes, and one stopped at 2 minutes and started
-    again: the same episodes, decisions and market journal."""
+    """An uninterrupted run to 9 golem minutes, and one stopped at 7m30s (after its first
+    trade at 7m, before the next) and started again: the same episodes, decisions, market
+    journal and golem transactions."""
     path, config = golem_config(tmp_path, "a")
-    run_to(path, "6m")
+    run_to(path, "9m")
     stops_path, stops = golem_config(tmp_path, "b")
-    for stop in ("2m", "6m"):
+    for stop in ("7m30s", "9m"):
         run_to(stops_path, stop)
     same_life(config, stops)
 
@@ -96,15 +112,16 @@ def test_a_restart_at_a_golem_time_changes_nothing(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_two_runs_and_a_run_stopped_three_times_are_one_life(tmp_path: Path) -> None:
-    """Two uninterrupted runs to 12 golem minutes, and one stopped at 2, 5 and 9 minutes
-    and started again: the same episodes, decisions and market journal."""
+    """Two uninterrupted runs to 12 golem minutes, and one stopped at 5m, 7m30s and 10m30s
+    and started again (the golem trades every minute from 7m): the same episodes,
+    decisions, market journal and golem transactions."""
     path, config = golem_config(tmp_path, "a")
     run_to(path, "12m")
     again_path, again = golem_config(tmp_path, "b")
     run_to(again_path, "12m")
     same_life(config, again)
     stops_path, stops = golem_config(tmp_path, "c")
-    for stop in ("2m", "5m", "9m", "12m"):
+    for stop in ("5m", "7m30s", "10m30s", "12m"):
         run_to(stops_path, stop)
     same_life(config, stops)
 
@@ -121,13 +138,18 @@ def interrupted(path: Path, config: Config, sig: signal.Signals, times: int,
     for _ in range(times):
         runs = meta(config.data_dir, "runs")
         golem = spawn(path)
-        wait_for_loops(golem, config.data_dir, runs)
-        time.sleep(rng.uniform(0.5, 4.0))
-        if golem.poll() is not None:
-            pytest.fail(f"the golem exited by itself ({golem.returncode}): "
-                        f"{golem.communicate()[1][-2000:]}")
-        golem.send_signal(sig)
-        _, err = golem.communicate(timeout=120)
+        try:
+            wait_for_loops(golem, config.data_dir, runs)
+            time.sleep(rng.uniform(0.5, 4.0))
+            if golem.poll() is not None:
+                pytest.fail(f"the golem exited by itself ({golem.returncode}): "
+                            f"{golem.communicate()[1][-2000:]}")
+            golem.send_signal(sig)
+            _, err = golem.communicate(timeout=120)
+        finally:
+            if golem.poll() is None:  # the test failed with it running
+                golem.kill()
+                golem.communicate(timeout=60)
         if sig == signal.SIGTERM:
             assert golem.returncode == 0, err[-2000:]
     run_to(path, end)
@@ -151,3 +173,4 @@ def test_sigterms_and_sigkills_at_random_moments(tmp_path: Path) -> None:
     assert sorted(stored_episode_ids(kill)) == sorted(stored_episode_ids(config))
     times = journal_times(kill)
     assert len(times) == len(set(times)) and times == journal_times(config)
+    assert golem_txs(kill) == golem_txs(config)

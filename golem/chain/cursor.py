@@ -1,5 +1,6 @@
-"""Capture's durable state: the reorg window (whose top is the cursor) per chain, and
-the simulated market's journal (market steps, and the golem's own transactions).
+"""Capture's durable state: the reorg window (whose top is the cursor) per chain with
+what capture handed Theta as of it (JSON, opaque here), and the simulated market's
+journal (market steps, and the golem's own transactions).
 
 Each journal row records the chain's head (``number:hash``) before it ran, so a replay
 can tell a journal that no longer replays (a row edited or deleted) from one that
@@ -30,7 +31,8 @@ CREATE TABLE IF NOT EXISTS capture (
     chain_id INTEGER PRIMARY KEY,
     window TEXT NOT NULL,
     first_block INTEGER NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    handoff TEXT
 );
 CREATE TABLE IF NOT EXISTS sim_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sim_steps (
@@ -48,7 +50,8 @@ CREATE TABLE IF NOT EXISTS sim_golem_txs (
     head TEXT
 );
 """
-_HEAD_COLUMNS = ("sim_steps", "sim_golem_txs")  # added after the first journals were written
+# columns added after the first stores were written: (table, column)
+_ADDED = (("sim_steps", "head"), ("sim_golem_txs", "head"), ("capture", "handoff"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +104,10 @@ class CaptureStore:
         conn = connect_durable(path, "the capture store", _SCHEMA)
         store = cls(conn, path)
         try:
-            for table in _HEAD_COLUMNS:
+            for table, column in _ADDED:
                 columns = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
-                if "head" not in columns:
-                    store._write(f"ALTER TABLE {table} ADD COLUMN head TEXT", ())
+                if column not in columns:
+                    store._write(f"ALTER TABLE {table} ADD COLUMN {column} TEXT", ())
         except (sqlite3.Error, StateError) as exc:
             conn.close()
             raise StateError(f"{path}: cannot open the capture store: {exc}") from None
@@ -125,13 +128,22 @@ class CaptureStore:
             raise StateError(f"{self.path}: stored window unreadable: {exc}") from None
         return BlockWindow(window_size, stored.headers[-window_size:]), int(row[1])
 
-    def commit(self, chain_id: int, window: BlockWindow, first_block: int, now: float) -> None:
-        """Persist the window (its top is the cursor) in one durable transaction."""
+    def commit(self, chain_id: int, window: BlockWindow, first_block: int, now: float,
+               handoff: str | None = None) -> None:
+        """Persist the window (its top is the cursor) and what capture handed Theta as of
+        it (`handoff`, JSON; kept as it was when None) in one durable transaction."""
         self._write(
-            "INSERT INTO capture (chain_id, window, first_block, updated_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(chain_id) DO UPDATE SET window = excluded.window, "
-            "first_block = excluded.first_block, updated_at = excluded.updated_at",
-            (chain_id, json.dumps(window.to_dict()), first_block, now))
+            "INSERT INTO capture (chain_id, window, first_block, updated_at, handoff) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT(chain_id) DO UPDATE SET "
+            "window = excluded.window, first_block = excluded.first_block, "
+            "updated_at = excluded.updated_at, "
+            "handoff = coalesce(excluded.handoff, capture.handoff)",
+            (chain_id, json.dumps(window.to_dict()), first_block, now, handoff))
+
+    def load_handoff(self, chain_id: int) -> str | None:
+        """The hand-off committed with the cursor (None: none yet)."""
+        row = self._one("SELECT handoff FROM capture WHERE chain_id = ?", (chain_id,))
+        return None if row is None or row[0] is None else str(row[0])
 
     def restart_capture(self) -> list[tuple[int, int, int | None]]:
         """Empty every chain's reorg window but keep its first block, so capture starts

@@ -159,13 +159,10 @@ class DecisionJournal:
         rows = self._read("SELECT max(tick) FROM decisions", ())
         return None if not rows or rows[0][0] is None else int(rows[0][0])
 
-    def last_regime(self) -> str | None:
-        """The market regime the newest decision was made in (None before the first)."""
+    def last_record(self) -> dict[str, Any] | None:
+        """The record of the newest decision (None before the first)."""
         rows = self._read("SELECT record FROM decisions ORDER BY tick DESC LIMIT 1", ())
-        if not rows:
-            return None
-        regime = json.loads(rows[0][0]).get("regime")
-        return str(regime) if regime is not None else None
+        return json.loads(rows[0][0]) if rows else None
 
     def loop_tick(self, name: str) -> int:
         rows = self._read("SELECT last_tick FROM loops WHERE name = ?", (name,))

@@ -174,11 +174,12 @@ class ThetaCycle:
     _frames: Keyframes = field(default_factory=Keyframes, init=False)
     _reading: VitalitySignal | None = field(default=None, init=False)  # this tick's
     _resumed: bool = field(default=False, init=False)  # the saved state was looked for
+    _handled: set[str] = field(default_factory=set, init=False)  # escalations decided on
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
-        seen = await self._sense()  # first: it takes Gamma's hand-off as the tick starts
         if not self._resumed:
             await anyio.to_thread.run_sync(self._resume)
+        seen = await self._sense()
         policy = await anyio.to_thread.run_sync(self.policies.latest)
         portfolio, holdings = await self.executor.view() if self.executor else (NO_POSITIONS, ())
         live = [*self._live(seen.feed, seen.prices, seen.escalated, self._positions(holdings)),
@@ -239,8 +240,10 @@ class ThetaCycle:
         """The first tick of a run: take back what a clean stop saved (theta_state), and
         the regime the last decision saw (from the journal: it survives a kill too)."""
         self._resumed = True
-        last_seen = self.journal.last_regime()
-        self._regime = MarketRegime(last_seen) if last_seen else None
+        last = self.journal.last_record() or {}
+        self._regime = MarketRegime(last["regime"]) if last.get("regime") else None
+        # the hand-off Gamma committed may predate the last tick's drain (a kill)
+        self._handled = set(last.get("escalated", ()))
         tick = self.journal.last_tick()
         saved = theta_state.load(self.journal.path.parent, tick) if tick is not None else None
         if saved is not None:
@@ -249,6 +252,8 @@ class ThetaCycle:
     def save_state(self) -> None:
         """At a clean stop (wiring calls it once the loops stopped): what the next start
         needs to assemble and frame its first tick as this run would have."""
+        if not self._resumed:  # no tick in this run: the state saved before still stands
+            return
         tick = self.journal.last_tick()
         if tick is not None:
             theta_state.save(self.journal.path.parent, tick, self.grimoire_governor.previous,
@@ -342,7 +347,11 @@ class ThetaCycle:
         return self.gamma.latest_feed() if self.gamma is not None else (None, ())
 
     def _drain_escalations(self) -> list[Escalation]:
-        return self.gamma.drain() if self.gamma is not None else []
+        taken = self.gamma.drain() if self.gamma is not None else []
+        if self._handled:  # the first tick after a start: not what the last one decided on
+            taken = [e for e in taken if e.episode_id not in self._handled]
+            self._handled = set()
+        return taken
 
     @staticmethod
     def _query(feed: str | None, prices: tuple[PricePoint, ...]) -> str:

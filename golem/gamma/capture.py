@@ -12,7 +12,9 @@ episodes, commits the rewound window, emits `chain:reorg` and polls again. Episo
 ids come from (chain id, block hash, log index or tx index), so a re-captured log
 or revert never duplicates. Price-feed answers and escalated events go to Theta
 through the GammaHandoff (golem.gamma.handoff) wiring gives both loops; the
-escalations of blocks a reorg orphans are withdrawn from it.
+escalations of blocks a reorg orphans are withdrawn from it. The hand-off as of each
+commit (tape, queue, last feed) is committed with the window, and again at a clean stop,
+so a start, after a kill too, hands Theta what it would have had.
 
 A node that fails (down, slow, malformed answers) costs a warning and a jittered
 backoff on the golem clock; nothing is written until it answers again. A reorg
@@ -71,7 +73,6 @@ log = structlog.get_logger("golem.capture")
 
 CHAIN_DIR = "chain"
 BELIEFS_FILE = "beliefs.json"
-HANDOFF_FILE = "handoff.json"  # the hand-off at the last clean stop, with the cursor
 GROUND_TRUTH_FILE = "ground_truth.jsonl"
 MAX_REWINDS_PER_TICK = 4
 
@@ -114,35 +115,32 @@ class GammaCapture:
         self._rng = random.Random()  # noqa: S311 - jitter, not crypto
         self._truth_written = _count_lines(self.data_dir / CHAIN_DIR / GROUND_TRUTH_FILE)
         save_names(self.data_dir, self.names)
-        self._load_handoff()
+        if self.market is not None:  # the chain is known: Theta may tick before Gamma polls
+            self._restore_handoff(self.store.load_handoff(self.market.chain_id))
+
+    def _handoff_json(self, pending: list[Escalation]) -> str:
+        """What Theta is handed as of this commit: committed with the cursor, so a start
+        (after a kill too) hands Theta what it would have had."""
+        return json.dumps({"last_feed": self._last_feed,
+                           "handoff": self.to_theta.to_dict(pending)})
 
     def save_handoff(self) -> None:
-        """At shutdown: the hand-off to Theta (price tape, queued escalations) with the
-        committed cursor, which the next start takes back if the cursor has not moved
-        since (a later kill leaves it stale: then it is ignored)."""
-        if self.follower is None or self.follower.window.cursor is None:
+        """At a clean stop (wiring calls it once the loops stopped): commit the hand-off as
+        it is now (Theta may have drained the queue since the last round's commit)."""
+        if self.follower is None or self.chain_id is None or self.follower.first_block is None:
             return
-        top = self.follower.window.headers[-1]
-        data = {"chain_id": self.chain_id, "cursor": [top.number, top.hash],
-                "last_feed": self._last_feed, "handoff": self.to_theta.to_dict()}
-        folder = self.data_dir / CHAIN_DIR
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / HANDOFF_FILE, json.dumps(data).encode())
+        self.store.commit(self.chain_id, self.follower.window, self.follower.first_block,
+                          self._last_time or 0.0, self._handoff_json([]))
 
-    def _load_handoff(self) -> None:
-        path = self.data_dir / CHAIN_DIR / HANDOFF_FILE
+    def _restore_handoff(self, text: str | None) -> None:
+        if text is None:
+            return
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            window, _ = self.store.load(int(data["chain_id"]), 1)
-            if not window.headers or [window.headers[-1].number,
-                                      window.headers[-1].hash] != data["cursor"]:
-                return  # capture went on after it was written (a kill): stale
+            data = json.loads(text)
             self.to_theta.restore(data["handoff"])
             self._last_feed = data["last_feed"]
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            log.warning("hand-off unreadable; starting without it", path=str(path),
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("the committed hand-off is unreadable; starting without it",
                         error=str(exc))
 
     def name_addresses(self, names: Mapping[str, str]) -> None:
@@ -191,6 +189,9 @@ class GammaCapture:
                 raise CaptureHalted(self.halted)
             window, first = await anyio.to_thread.run_sync(
                 self.store.load, chain_id, self.chain.reorg_window)
+            if self.market is None:
+                self._restore_handoff(
+                    await anyio.to_thread.run_sync(self.store.load_handoff, chain_id))
             self.chain_id = chain_id
             self.follower = ChainFollower(
                 self.reader, self.watch, window=window,
@@ -225,7 +226,7 @@ class GammaCapture:
         deleted = await self.grimoire.drop_chain_episodes(self.chain_id, round_.common_ancestor)
         self.to_theta.drop_orphaned(self.chain_id, round_.common_ancestor)
         await anyio.to_thread.run_sync(self.store.commit, self.chain_id, round_.window,
-                                       round_.first_block, now)
+                                       round_.first_block, now, self._handoff_json([]))
         follower.accept(round_)
         log.warning("chain reorg: re-capturing", depth=round_.depth,
                     common_ancestor=round_.common_ancestor, episodes_deleted=deleted)
@@ -245,7 +246,7 @@ class GammaCapture:
         episodes.extend(reverts)
         stored = await self.grimoire.add_episodes(episodes) if episodes else 0
         await anyio.to_thread.run_sync(self.store.commit, self.chain_id, round_.window,
-                                       round_.first_block, now)
+                                       round_.first_block, now, self._handoff_json(escalated))
         follower.accept(round_)
         self.beliefs = beliefs
         self.to_theta.escalate(escalated)

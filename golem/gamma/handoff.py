@@ -10,9 +10,9 @@ Invariants: the escalation queue keeps at most `queue_size` entries, the newest
 (an older one is dropped when it is full); `drain` returns and removes them in
 arrival order; an escalation of a block a reorg orphaned is never handed over.
 
-`to_dict` / `restore` carry the tape and the queue across a clean restart (Gamma's
-capture writes them at shutdown, with its cursor), so the first ticks after a start
-see what they would have seen had the golem not stopped.
+`to_dict` / `restore` carry the tape and the queue across a restart (Gamma's capture
+commits them with its cursor, in one transaction), so the first ticks after a start,
+even after a kill, see what they would have seen had the golem not stopped.
 """
 
 from __future__ import annotations
@@ -89,14 +89,17 @@ class GammaHandoff:
 
     # --- across a restart ----------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
-        """The tape and the queue as JSON-ready data."""
+    def to_dict(self, pending: Iterable[Escalation] = ()) -> dict[str, Any]:
+        """The tape and the queue (with `pending` escalations queued after it, as
+        `escalate` would) as JSON-ready data."""
+        queue = deque(self._escalations, maxlen=self._escalations.maxlen)
+        queue.extend(pending)
         return {"prices": {feed: [[p.time, p.price] for p in tape]
                            for feed, tape in sorted(self._prices.items())},
                 "escalations": [{"episode_id": e.episode_id, "curiosity": e.curiosity,
                                  "reason": e.reason,
                                  "episode": None if e.episode is None else asdict(e.episode)}
-                                for e in self._escalations]}
+                                for e in queue]}
 
     def restore(self, data: Mapping[str, Any]) -> None:
         """Take back what `to_dict` returned (KeyError, TypeError, ValueError if it is not)."""

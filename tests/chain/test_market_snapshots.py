@@ -127,11 +127,11 @@ def test_a_data_dir_without_snapshots_replays_from_genesis(tmp_path: Path) -> No
     """Snapshots gone (or a data dir from before them, or of the first revm rules, which
     never has any): the whole journal replays to the same chain; revm 2 writes them."""
     with opened(tmp_path) as a:
-        t = drive([a], T0, 200)
+        t = drive([a], T0, 120)
         commit_cursor(a, a.evm.head().number - 3)
         head = a.evm.head()
     files = snapshot_files(tmp_path)
-    assert len(files) >= 2
+    assert len(files) >= 1
     for f in files:
         f.unlink()
     with opened(tmp_path) as a:
@@ -144,7 +144,7 @@ def test_a_data_dir_without_snapshots_replays_from_genesis(tmp_path: Path) -> No
         a.store.set_sim_meta("evm", f"revm 1 compact_every={EVERY}")
     with opened(old) as a:
         assert a.rules.startswith("revm 1")
-        t = drive([a], T0, 200)
+        t = drive([a], T0, 120)
         commit_cursor(a, a.evm.head().number - 3)
         head = a.evm.head()
     assert snapshot_files(old) == []
@@ -254,7 +254,7 @@ def test_a_journal_that_does_not_replay_stops_with_the_step_named(
 
 def test_a_snapshot_past_the_journals_end_is_a_cut_journal(tmp_path: Path) -> None:
     with opened(tmp_path) as a:
-        drive([a], T0, 250)
+        drive([a], T0, 120)
         commit_cursor(a, a.evm.head().number - 3)
     newest = snapshot_files(tmp_path)[0]
     steps = int(newest.stem.split("-")[1])
