@@ -174,3 +174,17 @@ def test_sigterms_and_sigkills_at_random_moments(tmp_path: Path) -> None:
     times = journal_times(kill)
     assert len(times) == len(set(times)) and times == journal_times(config)
     assert golem_txs(kill) == golem_txs(config)
+
+
+def test_golem_run_on_a_journal_that_does_not_replay_exits_65_naming_the_step(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, config = golem_config(tmp_path, "a")
+    run_to(path, "2m")
+    conn = sqlite3.connect(config.data_dir / "chain" / "capture.db")
+    with conn:
+        conn.execute("UPDATE sim_steps SET dt = 20 WHERE seq = 5")
+    conn.close()
+    capsys.readouterr()
+    assert run_cli(["run", "--config", str(path), "--stop-at", "3m"]) == 65
+    err = capsys.readouterr().err
+    assert "the market journal does not replay at market step 6 (journal row 6" in err
