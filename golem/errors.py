@@ -53,6 +53,13 @@ class NoInput(GolemError):
     exit_code = EXIT_NOINPUT
 
 
+class DataError(GolemError):
+    """Data the golem keeps cannot be what it wrote (e.g. a market journal that no longer
+    replays to the chain it recorded)."""
+
+    exit_code = EXIT_DATAERR
+
+
 class UsageError(GolemError):
     """A command-line value argparse cannot judge (it needs the config) is wrong."""
 

@@ -181,7 +181,7 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
     clock = ctx.config.clock
     if clock.mode == "simulated" and clock.speed == "max":
         capture.commit_every = COMMIT_EVERY_AT_MAX_SPEED
-    stack.push_async_callback(capture.commit)  # before the stores close
+    stack.push_async_callback(capture.stop)  # after the loops stopped, before stores close
     ctx.registry.register("gamma", capture)
     return capture
 
@@ -221,12 +221,14 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     executor = await open_actions(
         ctx.config, stack, grimoire, cage, source=capture.market, now=ctx.clock.now,
         accepting=lambda: accepting_new_positions(data_dir)) if capture is not None else None
-    ctx.registry.register("theta", ThetaCycle(
+    theta = ThetaCycle(
         governor, journal, policies, cage, capture.to_theta if capture else None, ctx.events,
         loop2_every=ctx.config.theta_context.loop2_every, model=model,
         t2_curiosity=ctx.config.cognition.t2_curiosity, vitality_reader=vitality_reader,
         executor=executor, memory=ctx.config.theta_context.memory,
-        horizon_s=offline.HORIZON_TICKS * ctx.config.theta.interval_s))
+        horizon_s=offline.HORIZON_TICKS * ctx.config.theta.interval_s)
+    stack.callback(theta.save_state)  # after the loops stopped, before the journal closes
+    ctx.registry.register("theta", theta)
     return executor
 
 

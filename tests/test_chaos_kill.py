@@ -36,7 +36,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 
 def meta(data_dir: Path, key: str) -> float:
-    """A number from state.db's meta table (0 before it exists)."""
+    """A number from state.db's meta table (0 before it exists, also while a starting
+    golem has created the file but not yet the table)."""
     path = data_dir / "state.db"
     if not path.exists():
         return 0.0
@@ -44,6 +45,10 @@ def meta(data_dir: Path, key: str) -> float:
     try:
         conn.execute("PRAGMA busy_timeout=5000")
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        return 0.0
     finally:
         conn.close()
     return float(row[0]) if row else 0.0

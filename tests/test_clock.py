@@ -72,6 +72,35 @@ def test_same_instant_wakeups_fire_in_rank_order_regardless_of_registration() ->
     assert order == [0, 1, 2]
 
 
+def test_same_instant_work_never_overlaps_and_a_past_instant_waits_its_turn() -> None:
+    """At one instant the next participant wakes only once the one before sleeps again,
+    however long its work takes in wall time (a thread); a participant sleeping until an
+    instant already reached (a loop's first tick) also waits for its rank's turn."""
+    events: list[str] = []
+
+    async def main() -> None:
+        clock = VirtualClock(start=0.0)
+
+        async def ticker(rank: int, work_s: float) -> None:
+            with clock.participant(rank):
+                for at in (0.0, 10.0):  # 0.0: already reached when it starts
+                    await clock.sleep_until(at)
+                    events.append(f"{rank} starts at {clock.now():g}")
+                    await anyio.to_thread.run_sync(time.sleep, work_s)
+                    events.append(f"{rank} ends")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(clock.run)
+            async with anyio.create_task_group() as inner:
+                inner.start_soon(ticker, 1, 0.0)  # registers first, ranks second
+                inner.start_soon(ticker, 0, 0.05)
+            tg.cancel_scope.cancel()
+
+    run(main)
+    assert events == ["0 starts at 0", "0 ends", "1 starts at 0", "1 ends",
+                      "0 starts at 10", "0 ends", "1 starts at 10", "1 ends"]
+
+
 def test_deadline_cancels_a_sleeping_participant_at_golem_time() -> None:
     result: dict[str, float | bool] = {}
 

@@ -224,7 +224,7 @@ def test_unit_has_key_directives() -> None:
     assert "78" in no_restart, "bad config (78) must not be restarted"
     assert "75" in no_restart, "data-dir lock held (75) must not be restarted"
     for code, why in (("73", "a full or read-only disk"), ("70", "a damaged store"),
-                      ("69", "a dead golem")):
+                      ("69", "a dead golem"), ("65", "a market journal that does not replay")):
         assert code in no_restart, f"{why} ({code}) must not be restarted"
     assert one("DynamicUser" if "DynamicUser" in service else "User") not in ("no", "root")
     assert one("StateDirectory") == "golem"

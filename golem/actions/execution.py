@@ -122,7 +122,15 @@ class Executor:
 
     async def execute(self, actions: list[ProposedAction], *, tick: int,
                       now: float) -> list[ExecutionResult]:
-        """Carry out each action in order; results are recorded and remembered."""
+        """Carry out each action in order; results are recorded and remembered. A tick the
+        book already holds executions of (the same tick at the same golem time: Theta
+        ticking again through times a killed run had reached, since the loops' schedule
+        is saved only every flush interval) acts no second time: nothing is done."""
+        acted: bool = bool(actions) and await anyio.to_thread.run_sync(
+            self.book.executed_at, tick, now)
+        if acted:
+            log.info("this tick acted before a restart; not again", tick=tick)
+            return []
         results = [await anyio.to_thread.run_sync(self._execute, a, tick, now, False)
                    for a in actions if a.kind != "hold"]
         await self._remember()

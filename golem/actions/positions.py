@@ -219,6 +219,11 @@ class PositionBook:
             seq = int(cur.lastrowid or 0)
         return seq, realised
 
+    def executed_at(self, tick: int, golem_time: float) -> bool:
+        """Whether the book holds an execution of Theta's `tick` at `golem_time`."""
+        return bool(self._rows("SELECT 1 FROM executions WHERE tick = ? AND golem_time = ? "
+                               "LIMIT 1", (tick, golem_time)))
+
     def pnl(self, snap: Snapshot) -> dict[str, float]:
         """Realised, unrealised (equity minus the basis of what is held) and funded capital."""
         basis = sum(float(v) for (v,) in self._rows("SELECT cost_usd FROM basis"))

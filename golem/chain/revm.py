@@ -33,12 +33,20 @@ on its first touch since the chain was built or last compacted (`compact`: every
 `compact_every` blocks, which also bounds the journal's memory); execution results
 (state, return data, logs, reverts) are exact. Same seed, same transactions, same
 golem times: same blocks, hashes and logs (tests/chain/test_revm.py).
+
+With `compact_when_asked`, a block that reaches a multiple of `compact_every` only
+marks a compaction as due, and the owner runs it at a point of its choosing
+(`compact_if_due`; the simulated market does it between market steps). Right after a
+compaction the chain's whole state is the dump it was rebuilt from, so `snapshot`
+can write it down and `restore` rebuilds the same chain, with the same cold accounts
+and slots, and so the same gas, as the chain that kept running.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+from base64 import b64decode, b64encode
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -138,11 +146,16 @@ class RevmEvm:
 
     def __init__(self, chain_id: int = 31337, genesis_timestamp: int = GENESIS_TIMESTAMP,
                  seed: int = 0, retain_blocks: int = RETAIN_BLOCKS,
-                 compact_every: int = COMPACT_EVERY) -> None:
+                 compact_every: int = COMPACT_EVERY, *,
+                 compact_when_asked: bool = False) -> None:
         if retain_blocks < 1 or compact_every < 1:
             raise ValueError(f"retain_blocks and compact_every must be positive, got "
                              f"{retain_blocks} and {compact_every}")
         self._compact_every = compact_every
+        self.genesis_timestamp = genesis_timestamp
+        self._when_asked = compact_when_asked
+        self._compact_due = False
+        self._fresh = False  # the state is exactly a dump: nothing ran since compact
         self._lock = threading.RLock()
         self.chain_id = chain_id
         self.seed = seed
@@ -214,8 +227,16 @@ class RevmEvm:
         determinism. Execution results are unchanged; gas used changes (every account
         and slot is cold again, and slots written here count as changed)."""
         dump = self.state_dump()
-        old, self._evm = self._evm, self._new_evm(self._head.head.timestamp)
-        evm = self._evm
+        old = self._evm
+        self._rebuild(dump)
+        if self.state_dump() != dump:
+            self._evm = old
+            raise ChainError("compacting revm's state changed it (pyrevm not 0.3.7?)")
+        self._compact_due, self._fresh = False, True
+
+    def _rebuild(self, dump: Mapping[str, AccountState]) -> None:
+        """A new revm holding exactly `dump`, every account and slot cold."""
+        self._evm = evm = self._new_evm(self._head.head.timestamp)
         for address, account in sorted(dump.items()):
             evm.insert_account_info(address, AccountInfo(
                 nonce=account.nonce, code=account.code or None))
@@ -224,9 +245,60 @@ class RevmEvm:
                 evm.insert_account_storage(address, slot, value)
             for slot in account.storage:  # load every slot, so the next dump lists it
                 evm.storage(address, slot)
+
+    @_locked
+    def compact_if_due(self) -> bool:
+        """With `compact_when_asked`: compact when a block since the last compaction
+        reached a multiple of `compact_every`. True when it compacted."""
+        if not self._compact_due:
+            return False
+        self.compact()
+        return True
+
+    @_locked
+    def snapshot(self) -> dict[str, Any]:
+        """The whole chain as JSON-ready data, taken right after a compaction (ChainError
+        otherwise: the cold accounts and slots would not be written down): the state, the
+        head block and the next block time. Blocks below the head are not in it."""
+        if not self._fresh:
+            raise ChainError("a snapshot of the chain is taken right after a compaction")
+        head = self._head
+        return {
+            "state": {a: {"balance": str(acc.balance), "nonce": acc.nonce,
+                          "code": acc.code.hex(),
+                          "storage": {str(k): str(v) for k, v in sorted(acc.storage.items())}}
+                      for a, acc in sorted(self.state_dump().items())},
+            "head": [head.head.number, head.head.hash, head.head.parent_hash,
+                     head.head.timestamp],
+            "base_fee": head.base_fee, "gas_used": head.gas_used,
+            "receipts": [_receipt_data(r) for r in head.receipts],
+            "next_time": self._next_time,
+        }
+
+    @_locked
+    def restore(self, snapshot: Mapping[str, Any]) -> None:
+        """Become the chain `snapshot` wrote down (blocks below its head are pruned).
+        ChainError when the data is not a snapshot or does not rebuild exactly."""
+        try:
+            dump = {a: AccountState(int(acc["balance"]), int(acc["nonce"]),
+                                    bytes.fromhex(acc["code"]),
+                                    {int(k): int(v) for k, v in acc["storage"].items()})
+                    for a, acc in snapshot["state"].items()}
+            number, block_hash, parent, timestamp = snapshot["head"]
+            receipts = tuple(_receipt_of(r, self.chain_id) for r in snapshot["receipts"])
+            block = _Block(Head(int(number), str(block_hash), str(parent), int(timestamp)),
+                           int(snapshot["base_fee"]), int(snapshot["gas_used"]), receipts)
+            next_time = int(snapshot["next_time"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ChainError(f"not a snapshot of the chain: {exc!r}") from None
+        self._blocks = deque([block], maxlen=self._retain)
+        self._tx_index = {r.tx_hash: r for r in receipts}
+        self._rebuild(dump)
         if self.state_dump() != dump:
-            self._evm = old
-            raise ChainError("compacting revm's state changed it (pyrevm not 0.3.7?)")
+            raise ChainError("the snapshot did not rebuild to the same state")
+        self._next_time = next_time
+        self._randao.clear()
+        self._compact_due, self._fresh = False, True
 
     # --- blocks ---------------------------------------------------------------
 
@@ -564,8 +636,12 @@ class RevmEvm:
                                    base_fee, gas_used, receipts))
         for r in receipts:
             self._tx_index[r.tx_hash] = r
+        self._fresh = False
         if number % self._compact_every == 0:
-            self.compact()
+            if self._when_asked:
+                self._compact_due = True
+            else:
+                self.compact()
         return receipt
 
 
@@ -573,3 +649,20 @@ def _revert_data(message: str) -> bytes:
     """The revert output pyrevm puts in its error text ("Revert { ..., output: 0x.. }")."""
     match = _REVERT_OUTPUT.search(message)
     return bytes.fromhex(match.group(1)) if match else b""
+
+
+def _receipt_data(r: Receipt) -> list[Any]:
+    logs = [[x.log_index, x.address, list(x.topics), x.data] for x in r.logs]
+    return [r.tx_hash, r.block_number, r.block_hash, r.tx_index, r.ok, r.sender, r.to,
+            b64encode(bytes.fromhex(r.input[2:])).decode(), r.gas_used, logs,
+            r.contract_address]
+
+
+def _receipt_of(data: Sequence[Any], chain_id: int) -> Receipt:
+    tx_hash, number, block_hash, index, ok, sender, to, calldata, gas, logs, created = data
+    raw_logs = tuple(RawLog(chain_id, int(number), str(block_hash), str(tx_hash), int(i), str(a),
+                            tuple(str(t) for t in topics), str(d))
+                     for i, a, topics, d in logs)
+    return Receipt(str(tx_hash), int(number), str(block_hash), int(index), bool(ok),
+                   str(sender), str(to), "0x" + b64decode(calldata).hex(), int(gas),
+                   raw_logs, str(created))

@@ -5,7 +5,10 @@ pulling the pools toward the oracle, LPs adding and removing liquidity,
 borrowers (supply WETH, borrow USDC, sometimes repay), a liquidator, and
 honeypot buyers whose sells revert (recorded, not raised).
 
-The oracle follows a regime-dependent random walk. Regimes switch by a seeded
+The oracle follows a regime-dependent random walk, reflected at PRICE_BAND times
+the initial price either way (crashes fall harder than anything climbs, so an
+unbounded walk reached ~1e-54 USD after 11 golem days and the actors' amounts
+overflowed uint256). Regimes switch by a seeded
 Markov chain evaluated once per step (rows of TRANSITIONS: from-regime, columns:
 to-regime, in REGIMES order). Calm mostly stays calm; trending and volatile
 persist for tens of steps; a crash is rare, short and decays into volatility.
@@ -51,6 +54,7 @@ DRIFT_VOL: dict[str, tuple[float, float]] = {
 }
 TX_BUDGET = {"calm": 4, "trending": 6, "volatile": 8, "crash": 10}
 MAX_TX_PER_STEP = 20
+PRICE_BAND = 10.0  # the oracle stays within initial / 10 .. initial x 10
 ARB_THRESHOLD = 0.005
 HEALTHY = E18
 
@@ -126,6 +130,34 @@ class MarketSimulator:
             raise ValueError(f"unknown regime {regime!r}")
         self._forced = regime
 
+    def state(self) -> dict[str, Any]:
+        """Everything the next steps depend on besides the chain, as JSON-ready data
+        (with the chain's snapshot, a market restored by `restore_state` goes on exactly
+        as this one does)."""
+        version, internal, gauss = self.rng.getstate()
+        return {"rng": [version, list(internal), gauss], "regime": self.regime,
+                "trend_sign": self.trend_sign, "price": self.price, "forced": self._forced,
+                "ground_truth": [[s.golem_time, s.block_number, s.regime]
+                                 for s in self.ground_truth],
+                "token0s": dict(sorted(self._token0s.items())),
+                "answer": self._answer, "answered_at": _finite(self._answered_at),
+                "planted": None if self.planted is None else self.planted.state()}
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Take back what `state` returned (KeyError, TypeError, ValueError if it is not)."""
+        version, internal, gauss = state["rng"]
+        self.rng.setstate((int(version), tuple(int(x) for x in internal), gauss))
+        self.regime, self.trend_sign = str(state["regime"]), float(state["trend_sign"])
+        self.price, self._forced = float(state["price"]), state["forced"]
+        self.ground_truth = [RegimeSwitch(float(t), int(b), str(r))
+                             for t, b, r in state["ground_truth"]]
+        self._token0s = {str(k): str(v) for k, v in state["token0s"].items()}
+        self._answer = None if state["answer"] is None else float(state["answer"])
+        self._answered_at = -math.inf if state["answered_at"] is None \
+            else float(state["answered_at"])
+        if self.planted is not None:
+            self.planted.restore_state(state["planted"])
+
     # --- the step --------------------------------------------------------------
 
     def step(self, golem_time: float, dt: float) -> StepReport:
@@ -145,6 +177,10 @@ class MarketSimulator:
             if self.planted is not None else 0.0
         self.price *= math.exp(sign * drift * scale + vol * scale * self.rng.gauss(0.0, 1.0)
                                + planted)
+        low = self.market.initial_eth_usd / PRICE_BAND
+        high = self.market.initial_eth_usd * PRICE_BAND
+        if not low <= self.price <= high:  # reflect in log space back into the band
+            self.price = low * low / self.price if self.price < low else high * high / self.price
         report = StepReport(golem_time, self.regime, self.price, first_block=start_block)
         self._report = report
         if switched:
@@ -327,3 +363,7 @@ class MarketSimulator:
             return
         self._swap_v2("honeypot_buy", m.pair_honey_weth, m.weth.address,
                       int(self.rng.uniform(0.05, 0.5) * E18), buyer)
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isinf(value) else value

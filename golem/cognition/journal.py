@@ -154,6 +154,16 @@ class DecisionJournal:
                           "ORDER BY due_tick DESC, id DESC LIMIT ?", (limit,))
         return [bool(r[0]) for r in reversed(rows)]
 
+    def last_tick(self) -> int | None:
+        """The tick of the newest decision (None before the first)."""
+        rows = self._read("SELECT max(tick) FROM decisions", ())
+        return None if not rows or rows[0][0] is None else int(rows[0][0])
+
+    def last_record(self) -> dict[str, Any] | None:
+        """The record of the newest decision (None before the first)."""
+        rows = self._read("SELECT record FROM decisions ORDER BY tick DESC LIMIT 1", ())
+        return json.loads(rows[0][0]) if rows else None
+
     def loop_tick(self, name: str) -> int:
         rows = self._read("SELECT last_tick FROM loops WHERE name = ?", (name,))
         return int(rows[0][0]) if rows else 0

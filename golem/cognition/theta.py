@@ -38,7 +38,7 @@ import structlog
 
 from golem.actions.cage import Cage, Portfolio, Verdict, check
 from golem.actions.proposal import ProposedAction
-from golem.cognition import offline
+from golem.cognition import offline, theta_state
 from golem.cognition.decisions import Decision, Malformed
 from golem.cognition.frames import Keyframes
 from golem.cognition.journal import DecisionJournal, Outcome
@@ -193,8 +193,12 @@ class ThetaCycle:
     _regime: MarketRegime | None = field(default=None, init=False)
     _frames: Keyframes = field(default_factory=Keyframes, init=False)
     _reading: VitalitySignal | None = field(default=None, init=False)  # this tick's
+    _resumed: bool = field(default=False, init=False)  # the saved state was looked for
+    _handled: set[str] = field(default_factory=set, init=False)  # escalations decided on
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
+        if not self._resumed:
+            await anyio.to_thread.run_sync(self._resume)
         seen = await self._sense()
         policy = await anyio.to_thread.run_sync(self.policies.latest)
         portfolio, holdings = await self.executor.view() if self.executor else (NO_POSITIONS, ())
@@ -260,6 +264,29 @@ class ThetaCycle:
                 "knowledge_skipped": skipped,
                 **{f"actions_{k}": sum(r.status == s for r in executed) for k, s in
                    (("executed", "ok"), ("reverted", "reverted"), ("dry_run", "dry_run"))}}
+
+    def _resume(self) -> None:
+        """The first tick of a run: take back what a clean stop saved (theta_state), and
+        the regime the last decision saw (from the journal: it survives a kill too)."""
+        self._resumed = True
+        last = self.journal.last_record() or {}
+        self._regime = MarketRegime(last["regime"]) if last.get("regime") else None
+        # the hand-off Gamma committed may predate the last tick's drain (a kill)
+        self._handled = set(last.get("escalated", ()))
+        tick = self.journal.last_tick()
+        saved = theta_state.load(self.journal.path.parent, tick) if tick is not None else None
+        if saved is not None:
+            self.grimoire_governor.previous, self._frames = saved
+
+    def save_state(self) -> None:
+        """At a clean stop (wiring calls it once the loops stopped): what the next start
+        needs to assemble and frame its first tick as this run would have."""
+        if not self._resumed:  # no tick in this run: the state saved before still stands
+            return
+        tick = self.journal.last_tick()
+        if tick is not None:
+            theta_state.save(self.journal.path.parent, tick, self.grimoire_governor.previous,
+                             self._frames)
 
     async def _sense(self) -> _Seen:
         """This tick's inputs: Gamma's tape and escalations, the regime, vitality's phase."""
@@ -375,7 +402,11 @@ class ThetaCycle:
         return self.gamma.latest_feed() if self.gamma is not None else (None, ())
 
     def _drain_escalations(self) -> list[Escalation]:
-        return self.gamma.drain() if self.gamma is not None else []
+        taken = self.gamma.drain() if self.gamma is not None else []
+        if self._handled:  # the first tick after a start: not what the last one decided on
+            taken = [e for e in taken if e.episode_id not in self._handled]
+            self._handled = set()
+        return taken
 
     @staticmethod
     def _query(feed: str | None, prices: tuple[PricePoint, ...]) -> str:

@@ -17,7 +17,10 @@ A `Rewound` round deletes the orphaned blocks' episodes, commits the rewound win
 emits `chain:reorg` and polls again. Episode ids come from (chain id, block hash, log
 index or tx index), so a re-captured log or revert never duplicates. Price-feed answers
 and escalated events go to Theta through the GammaHandoff (golem.gamma.handoff) wiring
-gives both loops; the escalations of blocks a reorg orphans are withdrawn from it.
+gives both loops; the escalations of blocks a reorg orphans are withdrawn from it. The
+hand-off as of each commit (tape, queue, last feed) is committed with the window, and
+again at a clean stop (`stop`), so a start, after a kill too, hands Theta what it would
+have had.
 
 A node that fails (down, slow, malformed answers) costs a warning and a jittered
 backoff on the golem clock; nothing is written until it answers again. A reorg
@@ -30,7 +33,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,6 +132,40 @@ class GammaCapture:
         self._rng = random.Random()  # noqa: S311 - jitter, not crypto
         self._truth_written = _count_lines(self.data_dir / CHAIN_DIR / GROUND_TRUTH_FILE)
         save_names(self.data_dir, self.names)
+        if self.market is not None:  # the chain is known: Theta may tick before Gamma polls
+            self._restore_handoff(self.store.load_handoff(self.market.chain_id))
+
+    def _handoff_json(self, pending: list[Escalation]) -> str:
+        """What Theta is handed as of this commit: committed with the cursor, so a start
+        (after a kill too) hands Theta what it would have had."""
+        return json.dumps({"last_feed": self._last_feed,
+                           "handoff": self.to_theta.to_dict(pending)})
+
+    async def stop(self) -> None:
+        """At a clean stop (wiring calls it once the loops stopped, before the stores
+        close): commit what is uncommitted, then the hand-off as it is now."""
+        await self.commit()
+        await anyio.to_thread.run_sync(self.save_handoff)
+
+    def save_handoff(self) -> None:
+        """Commit the hand-off as it is now with the window of the last round (Theta may
+        have drained the queue since that round's commit); only after `commit`, so the
+        cursor never passes an unwritten episode."""
+        if self.follower is None or self.chain_id is None or self.follower.first_block is None:
+            return
+        self.store.commit(self.chain_id, self.follower.window, self.follower.first_block,
+                          self._last_time or 0.0, self._handoff_json([]))
+
+    def _restore_handoff(self, text: str | None) -> None:
+        if text is None:
+            return
+        try:
+            data = json.loads(text)
+            self.to_theta.restore(data["handoff"])
+            self._last_feed = data["last_feed"]
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("the committed hand-off is unreadable; starting without it",
+                        error=str(exc))
 
     def name_addresses(self, names: Mapping[str, str]) -> None:
         """Add names (e.g. the golem's own wallet, known once actions are set up); kept
@@ -178,6 +215,9 @@ class GammaCapture:
                 raise CaptureHalted(self.halted)
             window, first = await anyio.to_thread.run_sync(
                 self.store.load, chain_id, self.chain.reorg_window)
+            if self.market is None:
+                self._restore_handoff(
+                    await anyio.to_thread.run_sync(self.store.load_handoff, chain_id))
             self.chain_id = chain_id
             self.follower = ChainFollower(
                 self.reader, self.watch, window=window,
@@ -215,7 +255,7 @@ class GammaCapture:
         deleted = await self.grimoire.drop_chain_episodes(self.chain_id, round_.common_ancestor)
         self.to_theta.drop_orphaned(self.chain_id, round_.common_ancestor)
         await anyio.to_thread.run_sync(self.store.commit, self.chain_id, round_.window,
-                                       round_.first_block, now)
+                                       round_.first_block, now, self._handoff_json([]))
         follower.accept(round_)
         log.warning("chain reorg: re-capturing", depth=round_.depth,
                     common_ancestor=round_.common_ancestor, episodes_deleted=deleted)
@@ -248,7 +288,7 @@ class GammaCapture:
         self._uncommitted = (round_.window, round_.first_block, now, beliefs)
         if self._since_commit + 1 >= self.commit_every:
             started = time.perf_counter()
-            await self.commit()
+            await self.commit(escalated)
             stage["commit_ms"] = _ms_since(started)
         else:
             self._since_commit += 1
@@ -259,19 +299,20 @@ class GammaCapture:
                 "reverts": len(reverts), "episodes": stored, "escalated": len(escalated),
                 **stage}
 
-    async def commit(self) -> None:
+    async def commit(self, pending: Sequence[Escalation] = ()) -> None:
         """Make what was captured durable, in order: the episodes (a deferred write), then
-        the reorg window (whose top is the cursor), then the beliefs that go with it. Every
-        `commit_every` Gamma ticks, before a rewind, and at shutdown (wiring). A crash
-        between commits loses only what lies above the committed cursor, and that is
-        captured again (ids are stable, so nothing duplicates)."""
+        the reorg window (whose top is the cursor) with the hand-off as of now (``pending``:
+        this round's escalations, not yet handed over), then the beliefs that go with it.
+        Every `commit_every` Gamma ticks, before a rewind, and at shutdown (`stop`). A
+        crash between commits loses only what lies above the committed cursor, and that
+        is captured again (ids are stable, so nothing duplicates)."""
         if self._uncommitted is None:
             return
         assert self.chain_id is not None
         window, first_block, now, beliefs = self._uncommitted
         await self.grimoire.flush_episodes()
         await anyio.to_thread.run_sync(self.store.commit, self.chain_id, window, first_block,
-                                       now)
+                                       now, self._handoff_json(list(pending)))
         await anyio.to_thread.run_sync(self._write_beliefs, beliefs)
         self._uncommitted = None
         self._since_commit = 0

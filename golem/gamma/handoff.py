@@ -9,15 +9,20 @@ needs no lock; it holds no I/O and no clock.
 Invariants: the escalation queue keeps at most `queue_size` entries, the newest
 (an older one is dropped when it is full); `drain` returns and removes them in
 arrival order; an escalation of a block a reorg orphaned is never handed over.
+
+`to_dict` / `restore` carry the tape and the queue across a restart (Gamma's capture
+commits them with its cursor, in one transaction), so the first ticks after a start,
+even after a kill, see what they would have seen had the golem not stopped.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
 
-from golem.grimoire.records import Episode
+from golem.grimoire.records import Episode, Pad, Provenance, Source
 from golem.perception.market import PricePoint, record
 
 
@@ -82,8 +87,42 @@ class GammaHandoff:
         feed = min(self._prices)
         return feed, self._prices[feed]
 
+    # --- across a restart ----------------------------------------------------------
+
+    def to_dict(self, pending: Iterable[Escalation] = ()) -> dict[str, Any]:
+        """The tape and the queue (with `pending` escalations queued after it, as
+        `escalate` would) as JSON-ready data."""
+        queue = deque(self._escalations, maxlen=self._escalations.maxlen)
+        queue.extend(pending)
+        return {"prices": {feed: [[p.time, p.price] for p in tape]
+                           for feed, tape in sorted(self._prices.items())},
+                "escalations": [{"episode_id": e.episode_id, "curiosity": e.curiosity,
+                                 "reason": e.reason,
+                                 "episode": None if e.episode is None else asdict(e.episode)}
+                                for e in queue]}
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        """Take back what `to_dict` returned (KeyError, TypeError, ValueError if it is not)."""
+        prices = {str(feed): tuple(PricePoint(float(t), float(p)) for t, p in tape)
+                  for feed, tape in data["prices"].items()}
+        queue = [Escalation(str(e["episode_id"]), float(e["curiosity"]), str(e["reason"]),
+                            None if e["episode"] is None else _episode(e["episode"]))
+                 for e in data["escalations"]]
+        self._prices = prices
+        self._escalations.clear()
+        self._escalations.extend(queue)
+
     def drain(self) -> list[Escalation]:
         """Every queued escalation, oldest first; the queue is empty afterwards."""
         taken = list(self._escalations)
         self._escalations.clear()
         return taken
+
+
+def _episode(data: Mapping[str, Any]) -> Episode:
+    fields = dict(data)
+    prov = fields.pop("provenance")
+    fields["provenance"] = Provenance(**{**prov, "source": Source(prov["source"])})
+    fields["pad"] = Pad(**fields["pad"])
+    fields["identifiers"] = tuple(fields["identifiers"])
+    return Episode(**fields)

@@ -1,9 +1,11 @@
 """`golem backup` and `golem restore`: a consistent copy of a data dir, running golem or not.
 
-The copy is made in an order that keeps it consistent across stores: the SQLite files
-first (each with SQLite's online backup API, so a golem writing them is no problem),
-then the episode store (LanceDB files are never rewritten: the copy takes the latest
-version committed when it starts). A store copied earlier never refers to more than a
+The copy is made in an order that keeps it consistent across stores: the simulated
+market's snapshots first (each stands for journal rows of the capture store, copied
+after it, so none is ahead of the copied journal), then the SQLite files (each with
+SQLite's online backup API, so a golem writing them is no problem), then the episode
+store (LanceDB files are never rewritten: the copy takes the latest version committed
+when it starts). A store copied earlier never refers to more than a
 store copied later holds: the capture cursor is no further than the episodes, the
 semantic entries cite only episodes that exist. Other files (MEMORY.md, the playbook,
 the wallet key with its 0600 mode, the event log) are copied as they are. The lock file
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from golem.chain.snapshots import SNAPSHOT_DIR
 from golem.errors import CannotWrite, NoInput, StateError
 from golem.grimoire.episode_files import EPISODES_DIR, copy_episode_store
 from golem.integrity.check import SET_ASIDE, Finding, check_data_dir, sqlite_files
@@ -55,19 +58,16 @@ def backup(data_dir: Path, dest: Path, *, made_at: float,
     try:
         dest.mkdir(parents=True, exist_ok=True, mode=0o700)
         dest.chmod(0o700)
+        plain = _plain_files(data_dir)
+        snapshots = [p for p in plain
+                     if p.relative_to(data_dir).parts[:2] == ("chain", SNAPSHOT_DIR)]
+        copied = _copy_plain(data_dir, dest, snapshots)
         databases = sqlite_files(data_dir)
         for path in databases:
             progress(f"copying {path.relative_to(data_dir)}")
             _copy_sqlite(path, dest / path.relative_to(data_dir))
-        copied = len(databases)
-        for path in _plain_files(data_dir):
-            target = dest / path.relative_to(data_dir)
-            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            try:
-                shutil.copy2(path, target)
-            except FileNotFoundError:
-                continue  # replaced or removed while we copied: a temp file
-            copied += 1
+        copied += len(databases)
+        copied += _copy_plain(data_dir, dest, [p for p in plain if p not in snapshots])
         progress("copying the episode store")
         _copy_episodes(data_dir, dest)
     except OSError as exc:
@@ -109,6 +109,19 @@ def restore(source: Path, data_dir: Path, *, force: bool, stamp: int) -> Path | 
     except OSError as exc:
         raise CannotWrite(f"{data_dir}: restore failed: {exc.strerror or exc}") from None
     return aside
+
+
+def _copy_plain(data_dir: Path, dest: Path, paths: list[Path]) -> int:
+    copied = 0
+    for path in paths:
+        target = dest / path.relative_to(data_dir)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            shutil.copy2(path, target)
+        except FileNotFoundError:
+            continue  # replaced or removed while we copied: a temp file, an old snapshot
+        copied += 1
+    return copied
 
 
 def _copy_sqlite(path: Path, target: Path) -> None:

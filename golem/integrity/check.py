@@ -2,7 +2,8 @@
 
 SQLite files get ``PRAGMA quick_check`` (pages readable; ``--deep``: the full
 ``integrity_check``, indexes against their tables too); the episode store's latest
-LanceDB version is verified (every data, deletion and index file it names opens).
+LanceDB version is verified (every data, deletion and index file it names opens); the
+simulated market's snapshots (data/chain/snapshots/) must match their checksums.
 Read-only: safe beside a running golem.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import anyio.to_thread
 import structlog
 
+from golem.chain.snapshots import snapshot_problems
 from golem.grimoire.episode_files import EPISODES_DIR, verify_episode_store
 from golem.grimoire.errors import StoreCorrupt
 from golem.runtime.jobs import Job, JobCounters
@@ -75,6 +77,11 @@ def check_data_dir(data_dir: Path, *, deep: bool) -> list[Finding]:
                   "cannot be rebuilt: restore the data dir from a backup (`golem restore`), "
                   "or move the file aside to start that store afresh and lose what it held")
         findings.append(Finding(path, "SQLite", problem, remedy if problem else ""))
+    for path, problem in snapshot_problems(data_dir / "chain"):
+        findings.append(Finding(path, "market snapshot", problem,
+                                "delete the file: the next start restores an older snapshot "
+                                "or replays the market journal from genesis (slower; the "
+                                "same chain)"))
     episodes = data_dir / EPISODES_DIR
     try:
         count = verify_episode_store(data_dir)

@@ -5,7 +5,12 @@ can run on the wall clock in production and on virtual time in simulations
 and tests. The virtual clock jumps to the next due wake-up as soon as every
 participant (every tick loop) is asleep on it, so a month of ticks runs in
 seconds, and wake-ups due at the same instant fire in a fixed order (by
-participant rank, then registration), so the same inputs give the same run.
+participant rank, then registration), one participant at a time: the next one
+wakes only once every participant is asleep again, so a participant never runs
+beside another one's work of the same instant (Theta at 12:00 reads the chain and
+the memory Gamma's 12:00 tick left, whatever the threads' timing). A participant's
+sleep until a time already reached waits its turn the same way. So the same inputs
+give the same run.
 
 Contract of the virtual clock: only participants drive time. Work inside a
 tick takes no golem time unless it sleeps on the clock; a participant may
@@ -131,10 +136,12 @@ class VirtualClock:
         return self._start + self._elapsed
 
     async def sleep_until(self, when: float) -> None:
-        if when <= self.now():
-            await anyio.lowlevel.checkpoint()
-            return
         owner = _current.get()
+        if when <= self.now():
+            if owner is None:
+                await anyio.lowlevel.checkpoint()
+                return
+            when = self.now()  # a participant waits its turn at this instant
         timer = self._push(when, owner, event=anyio.Event())
         if owner is not None:
             if owner.waiter is not None:
@@ -217,6 +224,7 @@ class VirtualClock:
             self._idle.set()
 
     def _fire_due(self, when: float) -> None:
+        """Move to `when` and fire what is due, up to the first participant it wakes."""
         if when > self.now():
             self._elapsed = when - self._start
             self.jumps += 1
@@ -238,3 +246,4 @@ class VirtualClock:
                 waiter.done = True
                 if waiter.event is not None:
                     waiter.event.set()
+                return

@@ -158,6 +158,9 @@ class TickLoop:
                     plan = self._plan(anchor, index)
                     self._log_tick(report, plan)
                     index = plan.index
+                    # saved now, so a stop before the next sleep resumes at the next slot
+                    # (not at this one again, nor off the grid at the restart's golem time)
+                    self.counters.next_due = slot_time(anchor, interval, index)
             finally:
                 self.state = LoopState.STOPPED
 

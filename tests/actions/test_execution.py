@@ -299,3 +299,19 @@ def test_a_revert_is_remembered_as_a_strategy_outcome(tmp_path: Path) -> None:
     assert "reverted" in sold.text and bought.id != sold.id
     facts = procedural([*episodes, *episodes[:1]], min_outcomes=3)
     assert facts and facts[0].fact["attempts"] == 3 and facts[0].fact["succeeded"] == 2
+
+
+def test_a_tick_run_again_after_a_kill_does_not_act_twice(sim: Sim) -> None:
+    """Theta ticking again through a golem time a killed run had reached (its schedule is
+    saved every flush interval) finds the tick's executions in the book: nothing is
+    sent; the same tick number at another golem time is another tick."""
+    pair = sim.m.pair_weth_usdc
+    [first] = sim.run(PA("swap", pair, "USDC", "WETH", amount=10.0))
+    assert first.status == OK
+    nonce, usdc = sim.nonce(), sim.balance(sim.m.usdc.address)
+    again = anyio.run(lambda: sim.ex.execute([PA("swap", pair, "USDC", "WETH", amount=5.0)],
+                                             tick=1, now=sim.now))
+    assert again == [] and sim.nonce() == nonce
+    assert sim.balance(sim.m.usdc.address) == usdc and len(sim.book.executions()) == 1
+    [later] = sim.run(PA("swap", pair, "USDC", "WETH", amount=5.0))  # tick 1, a later time
+    assert later.status == OK and sim.nonce() > nonce

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -42,5 +43,31 @@ def test_capture_commits_and_journal_writes_from_two_threads_never_collide(
         assert errors == []
         assert len(store.sim_golem_txs()) == 300
         assert store.load(1, 8)[1] == 299
+    finally:
+        store.close()
+
+
+def test_the_hand_off_is_committed_with_the_window_and_old_stores_gain_its_column(
+        tmp_path: Path) -> None:
+    """A store from before the hand-off and journal heads existed opens with the columns
+    added; a commit without a hand-off keeps the last one."""
+    conn = sqlite3.connect(tmp_path / "capture.db")
+    with conn:
+        conn.executescript(
+            "CREATE TABLE capture (chain_id INTEGER PRIMARY KEY, window TEXT NOT NULL, "
+            "first_block INTEGER NOT NULL, updated_at REAL NOT NULL);"
+            "CREATE TABLE sim_steps (seq INTEGER PRIMARY KEY, golem_time REAL NOT NULL, "
+            "dt REAL NOT NULL);"
+            "INSERT INTO sim_steps (golem_time, dt) VALUES (10.0, 10.0);")
+    conn.close()
+    store = CaptureStore.open(tmp_path)
+    try:
+        assert [(s.seq, s.head) for s in store.journal_steps()] == [(1, None)]
+        assert store.load_handoff(1) is None
+        store.commit(1, BlockWindow(8), 5, 1.0, '{"tape": 1}')
+        store.commit(1, BlockWindow(8), 6, 2.0)
+        assert store.load_handoff(1) == '{"tape": 1}' and store.load(1, 8)[1] == 6
+        store.commit(1, BlockWindow(8), 7, 3.0, '{"tape": 2}')
+        assert store.load_handoff(1) == '{"tape": 2}'
     finally:
         store.close()

@@ -94,9 +94,10 @@ def test_theta_calls_the_model_with_cached_prefixes_citations_and_a_ledger(
 
     theta = daemon.loops[1].counters
     assert theta.ticks == theta.ok == 7
-    # Theta's first tick runs beside Gamma's first (nothing escalated yet: offline T0);
-    # tick 2 used a tool round (two requests), every later tick one request
-    assert len(requests) == 7
+    # Theta's first tick follows Gamma's first (same golem instant, one loop at a time),
+    # which escalated a real event: every tick calls the model; tick 1 used a tool round
+    # (two requests), every later tick one request
+    assert len(requests) == 8
     first, second = requests[0].body, requests[1].body
     assert first["model"] == config.cognition.model_t2  # curiosity 0.95: the strong tier
     assert [t["name"] for t in first["tools"]] == ["query_grimoire", "working_memory_note"]
@@ -127,36 +128,34 @@ def test_theta_calls_the_model_with_cached_prefixes_citations_and_a_ledger(
                             "ORDER BY tick").fetchall()
     finally:
         conn.close()
-    assert [(t, p) for t, p, _, _ in rows] == [(1, "offline")] + [
-        (t, "anthropic") for t in range(2, 8)]
+    assert [(t, p) for t, p, _, _ in rows] == [(t, "anthropic") for t in range(1, 8)]
     statuses = [s for _, _, s, _ in rows]
-    assert statuses[1] == "malformed" and statuses.count("ok") == 6
-    malformed = json.loads(rows[1][3])
+    assert statuses[0] == "malformed" and statuses.count("ok") == 6
+    malformed = json.loads(rows[0][3])
     assert malformed["decision"] is None and malformed["problems"]
     ok = json.loads(rows[-1][3])
     assert ok["tier"] == "T2" and ok["cost_usd"] > 0
     assert ok["workspace"]["used"] <= ok["workspace"]["budget"]
 
-    # frames: tick 1 (offline) keyed a frame it never sent, so tick 2 sends a new
-    # keyframe; later ticks are P-frames over it unless next_frame calls for another
+    # frames: tick 1 sends the first keyframe; later ticks are P-frames over it unless
+    # next_frame calls for another
     frames = [json.loads(r[3])["frame"] for r in rows]
-    assert [(f["kind"], f["why"]) for f in frames[:2]] == [
-        ("i_frame", "first"), ("i_frame", "cache_cold")]
+    assert (frames[0]["kind"], frames[0]["why"]) == ("i_frame", "first")
     p_ticks = [t for t, f in zip(range(1, 8), frames, strict=True) if f["kind"] == "p_frame"]
     assert len(p_ticks) >= 3
-    by_tick = {2: requests[0], **{t: requests[t - 1] for t in range(3, 8)}}
+    by_tick = {1: requests[0], **{t: requests[t] for t in range(2, 8)}}
     conn = sqlite3.connect(config.data_dir / "cognition" / LEDGER_FILE)
     try:
         usages = [json.loads(u) for (u,) in conn.execute(
             "SELECT usage FROM llm_spend WHERE state = 'settled' ORDER BY id")]
     finally:
         conn.close()
-    usage_by_tick = {2: usages[0], **{t: usages[t - 1] for t in range(3, 8)}}
+    usage_by_tick = {1: usages[0], **{t: usages[t] for t in range(2, 8)}}
     for tick in p_ticks:
-        key = max(t for t in range(2, tick) if frames[t - 1]["kind"] == "i_frame")
+        key = max(t for t in range(1, tick) if frames[t - 1]["kind"] == "i_frame")
         body, previous = by_tick[tick].body, by_tick[tick - 1].body
         assert frame_prefix(body) == frame_prefix(by_tick[key].body)
-        # the previous request (sent: every tick from 2 on called the model), up to its
+        # the previous request (sent: every tick called the model), up to its
         # last breakpoint, is this one's prefix byte for byte ...
         assert up_to_last_mark(body, previous) == up_to_last_mark(previous, previous)
         content = body["messages"][0]["content"]
@@ -177,6 +176,6 @@ def test_theta_calls_the_model_with_cached_prefixes_citations_and_a_ledger(
     with SpendLedger(config.data_dir / "cognition" / LEDGER_FILE,
                      {cfg.model_t2: ModelPrice(*cfg.prices_t2)}) as ledger:
         totals = ledger.totals(now=0.0)
-    assert totals.calls_settled == 7 and totals.open_reservations == 0
+    assert totals.calls_settled == 8 and totals.open_reservations == 0
     assert 0 < totals.lifetime_usd <= cfg.daily_cap_usd
     assert "(anthropic, ok)" in render_status(collect_status(config))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -44,3 +45,19 @@ def test_theta_reads_the_first_feed_by_address_and_its_tape_oldest_first() -> No
     assert handoff.latest_feed() == ("0xaaa", (PricePoint(11.0, 1.0),))
     assert handoff.tape("0xbbb") == (PricePoint(10.0, 2000.0), PricePoint(12.0, 2010.0))
     assert handoff.tape("0xccc") == ()
+
+
+def test_the_tape_and_the_queue_come_back_whole_after_a_restart() -> None:
+    """What Gamma's capture writes at a clean stop (through JSON) is what Theta reads
+    after the start: the tapes, and the queue in order with each escalation's episode."""
+    handoff = GammaHandoff(4)
+    handoff.record_price("0xbbb", PricePoint(10.0, 2000.0))
+    handoff.record_price("0xbbb", PricePoint(12.0, 2010.5))
+    handoff.escalate([escalation(1, 100), Escalation("made-up", 0.7, "test"),
+                      escalation(1, 101)])
+    again = GammaHandoff(4)
+    again.restore(json.loads(json.dumps(handoff.to_dict())))
+    assert again.latest_feed() == handoff.latest_feed()
+    assert again.drain() == handoff.drain()
+    with pytest.raises(KeyError):
+        again.restore({"prices": {}})
