@@ -21,11 +21,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from golem.grimoire import recall as rc
 from golem.grimoire.decay import half_lives_from_config
 from golem.grimoire.episodes_schema import Found
 from golem.grimoire.errors import GrimoireError
 from golem.grimoire.fusion import rrf
+from golem.grimoire.quantities import Measured, arrange
+from golem.grimoire.query_numbers import Anchor, Intent
 from golem.grimoire.query_words import TimeWindow, asks_why, hex_identifiers
 from golem.grimoire.records import DecayClass, EntryType, Episode, Pad, SemanticEntry, Status
 from golem.grimoire.scoring import (
@@ -34,6 +38,7 @@ from golem.grimoire.scoring import (
     last_touched,
     memory_importance,
     refusal,
+    relevance_of,
     score_candidate,
 )
 from golem.grimoire.semantic import ListHit
@@ -48,6 +53,11 @@ DAY_S = 86400.0
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="golem-recall")
 ANTI_K = 20  # anti-knowledge candidates per list
 HOP_SOURCES = 3  # top entry hits whose direct causes a why-question follows
+# How many candidates each list brings when the query ranks by an order or a threshold.
+QUANTITY_CANDIDATES = 400
+# An anchor event ("the last liquidation") is any episode its words find whose relevance
+# is at least this share of the best one's.
+ANCHOR_SHARE = 0.9
 ANTI_FILTERS: Filters = ((Status.ACTIVE,), (EntryType.ANTI_KNOWLEDGE,), None, None)
 
 
@@ -65,7 +75,11 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     cfg = g.cfg
     query, vector, k, namespaces = req.query, req.vector, req.k, req.namespaces
     f, pad, now = req.filters, req.pad, req.now
-    n = max(cfg.candidates, k)
+    intent = req.intent
+    wide = intent is not None and intent.ranks_by_quantity
+    # An order or a threshold ranks by numbers the lists do not see: they must bring every
+    # record of the kind asked about, not the best few.
+    n = max(cfg.candidates, k, QUANTITY_CANDIDATES if wide else 0)
     ns = list(namespaces)
     lists = _Lists()
     # The episode table's two searches run in worker threads (LanceDB releases the GIL)
@@ -102,11 +116,10 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     pool = lists.pool
     calibrate_dense(list(pool.values()))
 
-    # Fusion decides the pool: only the best-fused candidates are read and scored in full.
-    fused = rrf(lists.ranked)[: max(3 * k, cfg.candidates)]
-    shortlist = [pool[key] for key, _ in fused]
-    for cand, (_key, score) in zip(shortlist, fused, strict=True):
-        cand.fused = score
+    # Relevance decides the shortlist: only the most relevant candidates are read and
+    # scored in full (fusion's rank sum, kept in the breakdown, breaks ties).
+    shortlist = shortlist_by_relevance(pool, rrf(lists.ranked),
+                                       len(pool) if wide else max(3 * k, cfg.candidates))
     shortlist, anti_found = _read(shortlist, list(anti_pool.values()), entries, episode_rows)
     weights = FourFactorWeights.from_config(cfg)
     half_lives = _HalfLives(half_lives_from_config(cfg), cfg.temporal_half_life_s)
@@ -115,6 +128,11 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
 
     scored = [_hit(c, now, pad, weights, half_lives, window=req.window) for c in shortlist]
     scored.sort(key=lambda h: (-h.score.final, h.id))
+    if wide and intent is not None:
+        extra = _same_kind(g, scored, vector, ns=ns, f=f, known=set(pool))
+        scored = sorted([*scored, *(_hit(c, now, pad, weights, half_lives, window=req.window)
+                                    for c in extra)], key=lambda h: (-h.score.final, h.id))
+        scored = _arranged(scored, intent)
     if asks_why(query):
         scored = _with_causes(g, scored, k=k, ns=ns, now=now, pad=pad, weights=weights,
                               half_lives=half_lives)
@@ -166,6 +184,91 @@ def calibrate_dense(pool: Sequence[rc.Candidate]) -> None:
     best = max((c.similarity for c in pool), default=0.0)
     for cand in pool:
         cand.dense = over_best(cand.similarity, best)
+
+
+def shortlist_by_relevance(pool: Mapping[str, rc.Candidate], fused: Sequence[tuple[str, float]],
+                           size: int) -> list[rc.Candidate]:
+    """The ``size`` candidates of ``pool`` with the highest relevance_of(dense, lexical)
+    (their calibrated evidence), ties broken by their fused rank; each gets its fused
+    score. A candidate that only one list found competes on its evidence from both: a
+    lexical hit's cosine is known, so its dense evidence is too."""
+    for key, score in fused:
+        pool[key].fused = score
+    order = {key: i for i, (key, _score) in enumerate(fused)}
+    relevance = {c.key: relevance_of(c.dense, c.lexical) for c in pool.values()}
+    ranked = sorted(pool.values(), key=lambda c: (-relevance[c.key],
+                                                  order.get(c.key, len(order))))
+    return ranked[:size]
+
+
+def _arranged(scored: list[rc.Hit], intent: Intent) -> list[rc.Hit]:
+    """``scored`` with the query's order and threshold applied (quantities.arrange); the
+    hits it moved to the front say so in their breakdown."""
+    ranked, quantities, front = arrange(scored, _measured, intent, intent.rest)
+    words = "; ".join(w.phrase for w in (intent.order, intent.threshold) if w is not None)
+    return [replace(h, score=replace(h.score, ranked_by=words, quantity=q)) if i < front else h
+            for i, (h, q) in enumerate(zip(ranked, quantities, strict=True))]
+
+
+def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray, *,
+               ns: list[str], f: rc.RecallFilters, known: set[str]) -> list[rc.Candidate]:
+    """When the most relevant hit is an episode: up to QUANTITY_CANDIDATES more episodes of
+    its category and protocol, nearest the query first, that the lists did not bring
+    (an order or threshold must compare the records of that kind, not only the ones
+    whose words match best). Their dense evidence is over the best hit's cosine; their
+    lexical evidence 0."""
+    if not scored:
+        return []
+    top = max(scored, key=lambda h: h.score.relevance)
+    record = top.record
+    if not isinstance(record, Episode) or "episode" not in f.kinds:
+        return []
+    best = max((h.similarity for h in scored), default=0.0)
+    found = g.episodes.search_vector_hits(vector, QUANTITY_CANDIDATES, ns, since=f.since,
+                                          until=f.until, protocol=record.protocol,
+                                          category=record.category)
+    return [rc.Candidate("episode", hit.id, record=hit.episode(), similarity=hit.score,
+                         dense=over_best(hit.score, best))
+            for hit in found if f"episode:{hit.id}" not in known]
+
+
+def anchor_window(g: RecallStores, anchor: Anchor, vector: np.ndarray, ns: Sequence[str],
+                  now: float) -> TimeWindow | None:
+    """The window an event anchor names ("after the last liquidation"): from the anchor's
+    time to ``now`` (inclusive of the anchor's moment), or before it. The anchor's time
+    is the newest (or, for "the first", the oldest) episode among those the anchor's
+    words find whose relevance (dense and full-text evidence, as recall's) is at least
+    ANCHOR_SHARE of the best; None when nothing is found or the best cosine is below the
+    refusal threshold and no word matched."""
+    n = g.cfg.candidates
+    dense = g.episodes.search_vector_hits(vector, n, list(ns))
+    text = g.episodes.search_text_hits(anchor.words, n, list(ns))
+    cosine = {h.id: h.score for h in dense} | {h.id: rc.cosine(vector, h.vector) for h in text}
+    rows = {h.id: h for h in [*dense, *text]}
+    if not cosine or (not text and max(cosine.values()) < g.cfg.refusal_threshold):
+        return None
+    best_cos = max(cosine.values())
+    best_text = max((h.score for h in text), default=0.0)
+    lexical = {h.id: over_best(h.score, best_text) for h in text}
+    relevance = {i: relevance_of(over_best(c, best_cos), lexical.get(i, 0.0))
+                 for i, c in cosine.items()}
+    top = max(relevance.values())
+    times = [rows[i].episode().observed_at for i, r in relevance.items()
+             if r >= ANCHOR_SHARE * top]
+    at = max(times) if anchor.last else min(times)
+    if anchor.after:
+        return TimeWindow(at, now + 1.0, anchor.phrase)
+    return TimeWindow(0.0, at, anchor.phrase)
+
+
+def _measured(hit: rc.Hit) -> Measured:
+    record = hit.record
+    if isinstance(record, SemanticEntry):
+        return Measured(hit.score.relevance, record.created_at, hit.text,
+                        f"entry:{record.entry_type.value}")
+    kind = (f"episode:{record.category}:{record.payload.get('event', '')}:"
+            f"{str(record.payload.get('address', '')).lower()}")
+    return Measured(hit.score.relevance, record.observed_at, hit.text, kind)
 
 
 class _Lists:
