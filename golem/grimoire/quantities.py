@@ -87,9 +87,11 @@ class Measured:
 
 
 def size_unit(intent: Intent, query: str, texts: Sequence[str]) -> tuple[str | None, str | None]:
-    """The unit a size order or a unitless threshold measures, and the role the query
-    names after it: the first query word after the order word (then before it) that is
-    the unit of an amount in ``texts``. (None, None) when none is."""
+    """The unit a size order or a threshold measures, and the role the query names for it:
+    the threshold's own unit, else the first query word after the order word (then
+    before it) that is the unit of an amount in ``texts``; the role is the word after
+    that unit, or the word right before the threshold ("sold more than 5 WETH"), when
+    ``texts`` use it as a role. (None, None) when no unit is found."""
     units: set[str] = set()
     roles: set[str] = set()
     for text in texts:
@@ -100,11 +102,19 @@ def size_unit(intent: Intent, query: str, texts: Sequence[str]) -> tuple[str | N
     words = [(m.start(), m.group(0)) for m in re.finditer(r"[a-z0-9$]+", query.lower())]
     at = intent.order.at if intent.order is not None else 0
     ordered = [w for w in words if w[0] >= at] + [w for w in words if w[0] < at]
+    # a role right before a threshold: "sold more than 5 WETH"
+    threshold = intent.threshold
+    where = query.lower().find(threshold.phrase) if threshold is not None else -1
+    before = [w for pos, w in words if pos < where][-1:] if where > 0 else []
+    if threshold is not None and threshold.unit in units:
+        return threshold.unit, (before[0] if before and before[0] in roles else None)
     for i, (_pos, word) in enumerate(ordered):
         unit = "usd" if word in ("$", "usd", "dollars", "dollar") else word
         if unit in units:
             nxt = ordered[i + 1][1] if i + 1 < len(ordered) else None
-            return unit, (nxt if nxt in roles else None)
+            role = nxt if nxt in roles else (before[0] if before and before[0] in roles
+                                             else None)
+            return unit, role
     return None, None
 
 
@@ -132,8 +142,8 @@ def arrange(items: Sequence[T], view: Callable[[T], Measured], intent: Intent,
     if (order is not None and order.key == "size") or (
             threshold is not None and threshold.unit != "%"):
         unit, role = size_unit(intent, query, [seen[i].text for i in topical])
-        if threshold is not None and threshold.unit not in (None, "%"):
-            unit = threshold.unit
+        if threshold is not None and threshold.unit not in (None, "%", unit):
+            unit, role = threshold.unit, None
     quantity: dict[int, float | None] = {}
     for i in topical:
         text = seen[i].text

@@ -75,8 +75,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     cfg = g.cfg
     query, vector, k, namespaces = req.query, req.vector, req.k, req.namespaces
     f, pad, now = req.filters, req.pad, req.now
-    intent = req.intent
-    wide = intent is not None and intent.ranks_by_quantity
+    wide = (intent := req.intent) is not None and intent.ranks_by_quantity
     # An order or a threshold ranks by numbers the lists do not see: they must bring every
     # record of the kind asked about, not the best few.
     n = max(cfg.candidates, k, QUANTITY_CANDIDATES if wide else 0)
@@ -91,6 +90,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
                                  until=f.until, protocol=f.protocol, category=f.category)
         if text_eps is None:
             text_eps = start_episode_text(g, query, n, ns, f)
+    windowed = _start_windowed(g, req, n)
     # One pass over the semantic store (ids only) for the caller's lists and
     # anti-knowledge's. Anti-knowledge is always looked for, whatever the filters.
     wants = [(ANTI_K, ANTI_FILTERS)]
@@ -106,6 +106,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     entries = {e.id: e for e in g.semantic.get(
         list(dict.fromkeys([*(c.id for c in lists.pool.values()), *anti_pool])))}
     episode_rows: dict[str, Found] = {}
+    in_window: list[str] = []
     if dense_eps is not None and text_eps is not None:
         dense, lexical = dense_eps.result(), text_eps.result()
         lists.take("episode", [(hit.id, hit.score, hit.score) for hit in dense], dense=True)
@@ -113,13 +114,14 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
         lists.take("episode", [(hit.id, hit.score, rc.cosine(vector, hit.vector))
                                for hit in lexical], dense=False)
         episode_rows = {hit.id: hit for hit in [*lexical, *dense]}
+        in_window = _take_windowed(lists, windowed, vector, lexical, episode_rows)
     pool = lists.pool
     calibrate_dense(list(pool.values()))
 
     # Relevance decides the shortlist: only the most relevant candidates are read and
-    # scored in full (fusion's rank sum, kept in the breakdown, breaks ties).
-    shortlist = shortlist_by_relevance(pool, rrf(lists.ranked),
-                                       len(pool) if wide else max(3 * k, cfg.candidates))
+    # scored in full (fusion's rank sum, kept in the breakdown, breaks ties); with a
+    # window, the most relevant in it too.
+    shortlist = _shortlist(lists, in_window, len(pool) if wide else max(3 * k, cfg.candidates))
     shortlist, anti_found = _read(shortlist, list(anti_pool.values()), entries, episode_rows)
     weights = FourFactorWeights.from_config(cfg)
     half_lives = _HalfLives(half_lives_from_config(cfg), cfg.temporal_half_life_s)
@@ -129,10 +131,10 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     scored = [_hit(c, now, pad, weights, half_lives, window=req.window) for c in shortlist]
     scored.sort(key=lambda h: (-h.score.final, h.id))
     if wide and intent is not None:
-        extra = _same_kind(g, scored, vector, ns=ns, f=f, known=set(pool))
-        scored = sorted([*scored, *(_hit(c, now, pad, weights, half_lives, window=req.window)
-                                    for c in extra)], key=lambda h: (-h.score.final, h.id))
-        scored = _arranged(scored, intent)
+        scored = _arranged(sorted(
+            [*scored, *(_hit(c, now, pad, weights, half_lives, window=req.window)
+                        for c in _same_kind(g, scored, vector, ns=ns, f=f, known=set(pool)))],
+            key=lambda h: (-h.score.final, h.id)), intent)
     if asks_why(query):
         scored = _with_causes(g, scored, k=k, ns=ns, now=now, pad=pad, weights=weights,
                               half_lives=half_lives)
@@ -184,6 +186,60 @@ def calibrate_dense(pool: Sequence[rc.Candidate]) -> None:
     best = max((c.similarity for c in pool), default=0.0)
     for cand in pool:
         cand.dense = over_best(cand.similarity, best)
+
+
+def _shortlist(lists: _Lists, in_window: Sequence[str], size: int) -> list[rc.Candidate]:
+    """shortlist_by_relevance over the pool, and over the window's candidates when the
+    query names one."""
+    pool = lists.pool
+    shortlist = shortlist_by_relevance(pool, rrf(lists.ranked), size)
+    if in_window:
+        chosen = {c.key for c in shortlist}
+        shortlist += [c for c in shortlist_by_relevance(
+            {key: pool[key] for key in in_window}, [], size) if c.key not in chosen]
+    return shortlist
+
+
+def _start_windowed(g: RecallStores, req: rc.RecallRequest,
+                    n: int) -> tuple[Future[list[Found]], Future[list[Found]]] | None:
+    """When the query names a time window: the episode searches again within it (the
+    unwindowed lists can miss every episode in a short window)."""
+    f, window = req.filters, req.window
+    if window is None or "episode" not in f.kinds:
+        return None
+    since = max(window.since, f.since) if f.since is not None else window.since
+    until = min(window.until, f.until) if f.until is not None else window.until
+    if since >= until:
+        return None
+    ns = list(req.namespaces)
+    return (_POOL.submit(g.episodes.search_vector_hits, req.vector, n, ns, since=since,
+                         until=until, protocol=f.protocol, category=f.category),
+            _POOL.submit(g.episodes.search_text_hits, req.query, n, ns, since=since,
+                         until=until, protocol=f.protocol, category=f.category))
+
+
+def _take_windowed(lists: _Lists, windowed: tuple[Future[list[Found]], Future[list[Found]]]
+                   | None, vector: np.ndarray, lexical: Sequence[Found],
+                   rows: dict[str, Found]) -> list[str]:
+    """Add the windowed searches' episodes to the pool (their full-text evidence over
+    the unwindowed list's best, which is at least theirs); the keys they found."""
+    if windowed is None:
+        return []
+    dense, text = windowed[0].result(), windowed[1].result()
+    best = max((h.score for h in [*lexical, *text]), default=0.0)
+    keys = []
+    for hit in dense:
+        cand = lists.pool.setdefault(f"episode:{hit.id}", rc.Candidate("episode", hit.id))
+        cand.similarity = hit.score
+        keys.append(cand.key)
+    for hit in text:
+        cand = lists.pool.setdefault(f"episode:{hit.id}", rc.Candidate("episode", hit.id))
+        cand.similarity = rc.cosine(vector, hit.vector)
+        cand.lexical = max(cand.lexical, over_best(hit.score, best))
+        keys.append(cand.key)
+    for hit in [*dense, *text]:
+        rows.setdefault(hit.id, hit)
+    return list(dict.fromkeys(keys))
 
 
 def shortlist_by_relevance(pool: Mapping[str, rc.Candidate], fused: Sequence[tuple[str, float]],

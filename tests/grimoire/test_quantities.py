@@ -70,6 +70,10 @@ def test_a_threshold_in_a_unit_filters_without_reordering() -> None:
     ranked, quantities, front = arrange(items, lambda m: m, intent, intent.rest)
     assert ranked == [items[1], items[2], items[0]] and front == 2
     assert quantities[:2] == [6.0, 9.0]
+    # the role before the threshold: a swap that bought 7 WETH did not sell it
+    bought = [*items, swap("14,000 USDC sold for 7 WETH", 1.0)]
+    ranked, _, front = arrange(bought, lambda m: m, intent, intent.rest)
+    assert ranked[:front] == [items[1], items[2]]
 
 
 def test_without_an_order_or_threshold_nothing_moves() -> None:
