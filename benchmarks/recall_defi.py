@@ -44,7 +44,7 @@ from golem.grimoire.records import Episode, search_text
 from golem.logging import configure_logging
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recall_quality import bm25_top, dense_top
+from recall_quality import DATA, bm25_top, dense_top, load_chat
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -199,6 +199,61 @@ def questions(eps: Sequence[Episode]) -> list[Question]:
     return [q for q in found if q.gold]
 
 
+# Questions this memory cannot answer: venues, tokens and events the simulated market does
+# not have (written without looking at the store), asked to measure refusal.
+UNANSWERABLE = (
+    "When was the DAI/USDT Curve pool drained?",
+    "Which NFT collection did we mint last night?",
+    "How much did the Compound governance proposal change the reserve factor?",
+    "When did the stETH peg break on Lido?",
+    "Which bridge transfer to Arbitrum failed?",
+    "What was the largest flash loan taken from Balancer?",
+    "Did the Maker stability fee go up this month?",
+    "Who voted on the Uniswap fee switch?",
+    "How much SOL did we stake with Marinade?",
+    "When did the Chainlink BTC/EUR feed last update?",
+    "Which airdrop did our wallet claim?",
+    "What were the gas fees on Polygon yesterday?",
+)
+
+
+def realtalk_questions(limit: int) -> list[str]:
+    """Up to ``limit`` questions from the REALTALK chats (other people's conversations:
+    nothing in a golem's chain memory answers them), every n-th so all chats count."""
+    paths = sorted(DATA.glob("Chat_*.json"))
+    asked = [q.text for p in paths for q in load_chat(p).questions]
+    step = max(len(asked) // max(limit, 1), 1)
+    return asked[::step][:limit]
+
+
+def refusal_report(answerable: Sequence[float], near: Sequence[float],
+                   far: Sequence[float], threshold: float) -> dict[str, Any]:
+    """Refused shares (best similarity below the threshold) as run and at other thresholds:
+    on this set's questions (answerable), on DeFi questions about what the market does not
+    have (near) and on REALTALK questions (far)."""
+    def share(values: Sequence[float], t: float) -> float | None:
+        return round(float(np.mean([v < t for v in values])), 4) if values else None
+
+    return {
+        "threshold": threshold,
+        "questions": {"answerable": len(answerable), "unanswerable_defi": len(near),
+                      "unanswerable_realtalk": len(far)},
+        "best_similarity_median": {name: round(float(np.median(v)), 4) if v else None
+                                   for name, v in (("answerable", answerable),
+                                                   ("unanswerable_defi", near),
+                                                   ("unanswerable_realtalk", far))},
+        "by_threshold": {f"{t:.2f}": {"answerable_refused": share(answerable, t),
+                                      "unanswerable_defi_refused": share(near, t),
+                                      "unanswerable_realtalk_refused": share(far, t)}
+                         for t in np.arange(0.20, 0.61, 0.05)},
+    }
+
+
+def _best(result: Any) -> float:
+    best = result.best_similarity
+    return float(best) if best is not None else 0.0
+
+
 def score(ranked: Sequence[str], gold: frozenset[str], k: int) -> float:
     return len(gold & set(ranked[:k])) / min(len(gold), k)
 
@@ -217,7 +272,7 @@ def run_golem(hours: float, directory: Path) -> Path:
     return config
 
 
-async def evaluate(config_path: Path, ks: list[int]) -> dict[str, Any]:
+async def evaluate(config_path: Path, ks: list[int], far: int) -> dict[str, Any]:
     config = load_config(config_path)
     embedder = Embedder.load(REPO / "models" / "all-minilm-l6-v2-int8", 1)
     grimoire = await Grimoire.open(config, now=lambda: 0.0, embedder=embedder)
@@ -232,10 +287,15 @@ async def evaluate(config_path: Path, ks: list[int]) -> dict[str, Any]:
     grimoire = await Grimoire.open(config, now=lambda: now, embedder=embedder)
     k = max(ks)
     runs: dict[str, list[list[str]]] = {"grimoire": [], "bm25": [], "dense": []}
+    best: dict[str, list[float]] = {"answerable": [], "near": [], "far": []}
     try:
         for q in qs:
             result = await grimoire.recall(q.text, k=k)
             runs["grimoire"].append([] if result.refused else [h.id for h in result.hits])
+            best["answerable"].append(_best(result))
+        for name, asked in (("near", UNANSWERABLE), ("far", realtalk_questions(far))):
+            for text in asked:
+                best[name].append(_best(await grimoire.recall(text, k=k)))
     finally:
         await grimoire.close()
     # Each baseline sees what its Grimoire counterpart sees: the full-text index an
@@ -255,6 +315,8 @@ async def evaluate(config_path: Path, ks: list[int]) -> dict[str, Any]:
              if (i < len(dev)) == (part == "mean")])), 3) for kk in ks}
             for part in ("mean", "held_out_mean") if part == "mean" or len(qs) > len(dev)}
         report[name]["per_question"] = per
+    report["refusal"] = refusal_report(best["answerable"], best["near"], best["far"],
+                                       config.grimoire.refusal_threshold)
     return report
 
 
@@ -264,12 +326,14 @@ def main() -> None:
     ap.add_argument("--config", type=Path, default=None,
                     help="the config file of a golem that already ran (skips the run)")
     ap.add_argument("--k", default="5,10")
+    ap.add_argument("--realtalk", type=int, default=200,
+                    help="REALTALK questions asked as unanswerable (0: none)")
     args = ap.parse_args()
     configure_logging("warning", "json", sys.stderr)
     ks = sorted(int(k) for k in args.k.split(","))
     with tempfile.TemporaryDirectory(prefix="golem-recall-defi-") as tmp:
         config = args.config or run_golem(args.hours, Path(tmp))
-        report = anyio.run(evaluate, config, ks)
+        report = anyio.run(evaluate, config, ks, args.realtalk)
     print(json.dumps(report, indent=1))
 
 

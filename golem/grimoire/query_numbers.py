@@ -15,7 +15,8 @@
   word ("fall", "drop", "down", "rise", "jump", "up", ...) is a move in that direction:
   "fall more than 2%" is a move of -2% or less;
 - an event anchor: "after", "since", "following", "before", "prior to", "until",
-  then optionally "the" and "last"/"latest"/"most recent" (the default) or "first",
+  then "the" (an event is a definite one: "after oracle feed X moved" is not an anchor),
+  then optionally "last"/"latest"/"most recent" (the default) or "first",
   then the event's words up to the end of the clause: "after the last liquidation",
   "before the crash", "since the last oracle update". The anchor's words are removed
   from the query recall searches with (`Intent.rest`), since they name another event.
@@ -62,7 +63,7 @@ _TIME_UNITS = frozenset(("min", "mins", "minute", "minutes", "hour", "hours", "d
                          "second", "seconds", "block", "blocks", "times", "and", "or", "the",
                          "of", "in", "on", "at", "to", "from", "for", "by", "with"))
 _ANCHOR = re.compile(
-    r"\b(after|since|following|before|prior to|until)\s+(?:the\s+|a\s+|an\s+)?"
+    r"\b(after|since|following|before|prior to|until)\s+the\s+"
     r"(?:(last|latest|most recent|first|earliest)\s+)?"
     r"([a-z0-9/][a-z0-9/'\- ]*?)\s*(?=[,.;:?!]|\s+(?:and|when|where|while|in the|on the)\b|$)")
 _CALENDAR = frozenset((*(m.lower() for m in calendar.month_name if m),

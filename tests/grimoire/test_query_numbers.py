@@ -87,6 +87,9 @@ def test_event_anchors(query: str, after: bool, last: bool, words: str, rest: st
 @pytest.mark.parametrize("query", [
     "what happened since 2023", "swaps before May 3", "after 3 days",
     "before that", "since then", "what happened in the pool",
+    # Theta's query: "after" without "the" names no definite event
+    "market falling: price feed 0xfeed; after oracle feed 0xfeed down in regime stationary, "
+    "what the next minutes returned",
 ])
 def test_calendar_anchors_are_not_events(query: str) -> None:
     intent = read_intent(query)
