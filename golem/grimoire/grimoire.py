@@ -349,9 +349,12 @@ class Grimoire(KnowledgeMaintenance):
         now = self._now()
         intent = read_intent(clean)
         window = time_window(clean, now)
-        # An event anchor's words name another event: recall searches without them.
-        searched = (intent.rest if intent.anchor is not None and content_words(intent.rest)
-                    else clean)
+        # An event anchor's words name another event: when it is found, recall searches
+        # without them.
+        anchored = (await self._anchor_window(intent.anchor, namespaces, now)
+                    if intent.anchor is not None and content_words(intent.rest) else None)
+        searched = intent.rest if anchored is not None else clean
+        window = anchored or window
         if window is not None:
             log.debug("recall query names a time window", phrase=window.phrase,
                       since=window.since, until=window.until)
@@ -363,8 +366,6 @@ class Grimoire(KnowledgeMaintenance):
                                            max(self.cfg.candidates, k), namespaces, chosen)
                         if "episode" in chosen.kinds else None)
         vector = await self.embedder.aembed_query(searched)  # Theta repeats its queries
-        if intent.anchor is not None:
-            window = await self._anchor_window(intent.anchor, namespaces, now) or window
         request = rc.RecallRequest(query=searched, vector=vector, k=k, namespaces=namespaces,
                                    filters=chosen, pad=pad, now=now,
                                    episode_text=episode_text, window=window, intent=intent)

@@ -14,7 +14,8 @@ A record's quantities are read from its text as the golem writes them
 
 `arrange` applies an Intent (golem.grimoire.query_numbers) to ranked candidates: within
 the candidates of the most relevant one's kind (the records the query is about: the
-same event from the same contract, or the same entry type), those that pass the
+same event from the same contract; for entries, the same type and a relevance within
+CLOSE of the best, since every remembered sentence may share a type), those that pass the
 threshold and have the quantity the order needs come first, in the order asked; the
 others keep their ranks after them. A size order
 measures the amount in the unit the query names after its order word ("the largest
@@ -73,6 +74,9 @@ def first_move(text: str) -> float | None:
 
 
 T = TypeVar("T")
+# A record of a loose kind is about what the query asks when its relevance is at least
+# this share of the best one's.
+CLOSE = 0.9
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,9 @@ class Measured:
     when: float
     text: str
     kind: str
+    # whether the kind alone says what a record is about (an event from a contract);
+    # records of a loose kind (an entry type) must also be CLOSE in relevance to the best
+    structural: bool = True
 
 
 def size_unit(intent: Intent, query: str, texts: Sequence[str]) -> tuple[str | None, str | None]:
@@ -136,7 +143,9 @@ def arrange(items: Sequence[T], view: Callable[[T], Measured], intent: Intent,
         return list(items), [None] * len(items), 0
     seen = [view(item) for item in items]
     best = max(range(len(seen)), key=lambda i: (seen[i].relevance, -i))
-    topical = [i for i, m in enumerate(seen) if m.kind == seen[best].kind]
+    top = seen[best]
+    topical = [i for i, m in enumerate(seen) if m.kind == top.kind and (
+        m.structural or m.relevance >= CLOSE * top.relevance)]
     threshold, order = intent.threshold, intent.order
     unit = role = None
     if (order is not None and order.key == "size") or (

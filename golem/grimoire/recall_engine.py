@@ -321,7 +321,7 @@ def _measured(hit: rc.Hit) -> Measured:
     record = hit.record
     if isinstance(record, SemanticEntry):
         return Measured(hit.score.relevance, record.created_at, hit.text,
-                        f"entry:{record.entry_type.value}")
+                        f"entry:{record.entry_type.value}", structural=False)
     kind = (f"episode:{record.category}:{record.payload.get('event', '')}:"
             f"{str(record.payload.get('address', '')).lower()}")
     return Measured(hit.score.relevance, record.observed_at, hit.text, kind)
