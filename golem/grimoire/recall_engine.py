@@ -53,7 +53,8 @@ DAY_S = 86400.0
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="golem-recall")
 ANTI_K = 20  # anti-knowledge candidates per list
 HOP_SOURCES = 3  # top entry hits whose direct causes a why-question follows
-# How many candidates each list brings when the query ranks by an order or a threshold.
+# How many episodes of the top hit's category an order or a threshold compares (the
+# lists bring the best few of them only).
 QUANTITY_CANDIDATES = 400
 # An anchor event ("the last liquidation") is any episode its words find whose relevance
 # is at least this share of the best one's.
@@ -76,9 +77,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     query, vector, k, namespaces = req.query, req.vector, req.k, req.namespaces
     f, pad, now = req.filters, req.pad, req.now
     wide = (intent := req.intent) is not None and intent.ranks_by_quantity
-    # An order or a threshold ranks by numbers the lists do not see: they must bring every
-    # record of the kind asked about, not the best few.
-    n = max(cfg.candidates, k, QUANTITY_CANDIDATES if wide else 0)
+    n = max(cfg.candidates, k)
     ns = list(namespaces)
     lists = _Lists()
     # The episode table's two searches run in worker threads (LanceDB releases the GIL)
@@ -121,7 +120,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     # Relevance decides the shortlist: only the most relevant candidates are read and
     # scored in full (fusion's rank sum, kept in the breakdown, breaks ties); with a
     # window, the most relevant in it too.
-    shortlist = _shortlist(lists, in_window, len(pool) if wide else max(3 * k, cfg.candidates))
+    shortlist = _shortlist(lists, in_window, max(3 * k, cfg.candidates))
     shortlist, anti_found = _read(shortlist, list(anti_pool.values()), entries, episode_rows)
     weights = FourFactorWeights.from_config(cfg)
     half_lives = _HalfLives(half_lives_from_config(cfg), cfg.temporal_half_life_s)
@@ -133,7 +132,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     if wide and intent is not None:
         scored = _arranged(sorted(
             [*scored, *(_hit(c, now, pad, weights, half_lives, window=req.window)
-                        for c in _same_kind(g, scored, vector, ns=ns, f=f, known=set(pool)))],
+                        for c in _same_kind(g, scored, vector, ns=ns, f=f, pool=pool))],
             key=lambda h: (-h.score.final, h.id)), intent)
     if asks_why(query):
         scored = _with_causes(g, scored, k=k, ns=ns, now=now, pad=pad, weights=weights,
@@ -267,25 +266,34 @@ def _arranged(scored: list[rc.Hit], intent: Intent) -> list[rc.Hit]:
 
 
 def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray, *,
-               ns: list[str], f: rc.RecallFilters, known: set[str]) -> list[rc.Candidate]:
+               ns: list[str], f: rc.RecallFilters,
+               pool: Mapping[str, rc.Candidate]) -> list[rc.Candidate]:
     """When the most relevant hit is an episode: up to QUANTITY_CANDIDATES more episodes of
-    its category and protocol, nearest the query first, that the lists did not bring
-    (an order or threshold must compare the records of that kind, not only the ones
-    whose words match best). Their dense evidence is over the best hit's cosine; their
-    lexical evidence 0."""
+    its category and protocol, nearest the query first, beyond those ``scored`` (an
+    order or threshold must compare the records of that kind, not only the ones whose
+    words match best). One the lists found keeps its evidence from them; another's
+    dense evidence is its cosine over the pool's best, its lexical evidence 0."""
     if not scored:
         return []
     top = max(scored, key=lambda h: h.score.relevance)
     record = top.record
     if not isinstance(record, Episode) or "episode" not in f.kinds:
         return []
-    best = max((h.similarity for h in scored), default=0.0)
+    best = max((c.similarity for c in pool.values()), default=0.0)
     found = g.episodes.search_vector_hits(vector, QUANTITY_CANDIDATES, ns, since=f.since,
                                           until=f.until, protocol=record.protocol,
                                           category=record.category)
-    return [rc.Candidate("episode", hit.id, record=hit.episode(), similarity=hit.score,
-                         dense=over_best(hit.score, best))
-            for hit in found if f"episode:{hit.id}" not in known]
+    known = {f"{h.kind}:{h.id}" for h in scored}
+    extra = []
+    for hit in found:
+        key = f"episode:{hit.id}"
+        if key in known:
+            continue
+        cand = pool.get(key) or rc.Candidate("episode", hit.id, similarity=hit.score,
+                                            dense=over_best(hit.score, best))
+        cand.record = hit.episode()
+        extra.append(cand)
+    return extra
 
 
 def anchor_window(g: RecallStores, anchor: Anchor, vector: np.ndarray, ns: Sequence[str],

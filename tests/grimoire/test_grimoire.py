@@ -601,6 +601,7 @@ def test_an_event_anchor_prefers_what_lies_after_the_event(
         # an anchor nothing in memory matches is ignored
         plain = await g.recall("swaps on the WETH/USDC pool after the governance vote", k=6)
         assert not plain.refused
+        assert plain.query == "swaps on the WETH/USDC pool after the governance vote"
         assert all(h.score.time_window == 1.0 for h in plain.hits)
 
     with_grimoire(cfg, embedder, body)

@@ -88,3 +88,15 @@ def test_any_text_and_query_arrange_without_error(text: str, query: str) -> None
     ranked, quantities, front = arrange([Measured(0.5, 1.0, text, SWAP)], lambda m: m, intent,
                                         intent.rest)
     assert len(ranked) == len(quantities) == 1 and front in (0, 1)
+
+
+def test_an_order_over_entries_counts_only_those_close_to_the_best() -> None:
+    # every remembered sentence is an entry of one type: the type alone says nothing
+    def said(relevance: float, when: float) -> Measured:
+        return Measured(relevance, when, "Emi: I went hiking again", "entry:fact",
+                        structural=False)
+
+    items = [said(1.0, 10), said(0.95, 20), said(0.5, 99)]
+    intent = read_intent("When did Emi last go hiking?")
+    ranked, _, front = arrange(items, lambda m: m, intent, intent.rest)
+    assert front == 2 and ranked == [items[1], items[0], items[2]]
