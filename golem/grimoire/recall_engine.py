@@ -3,11 +3,15 @@
 1. Candidates: a dense (vector) list and a lexical (full-text) list from each store,
    prefiltered by namespace and the caller's filters, each hit with its cosine. The
    episode searches bring their rows along undecoded; the semantic store gives ids.
-2. Fusion: reciprocal rank fusion of the four lists decides the candidate pool; only
-   the pool's episodes are decoded. The entries found are read while the episode
-   searches still run.
-3. Scoring: every candidate gets the four-factor score (semantic, temporal,
-   importance, emotional congruence) times its provenance weight and confidence.
+   A time window the query names (a calendar phrase or an event anchor) runs the
+   episode searches again inside it.
+2. Shortlist: each candidate's relevance (calibrated dense and full-text evidence);
+   only the most relevant are decoded and scored (reciprocal rank fusion breaks ties).
+   The entries found are read while the episode searches still run.
+3. Scoring: relevance first, reordered within a bounded span by recency, importance
+   and emotional congruence, times provenance weight and confidence. An order or a
+   threshold the query names then ranks the top hit's kind by the numbers its records
+   state (golem.grimoire.quantities); a why-question follows one causal link back.
 4. Anti-knowledge close to the query is collected separately and always returned.
 5. Hard refusal: if the most similar candidate is below the threshold, the result
    is a Refusal, not a weak list.
