@@ -52,8 +52,14 @@ from golem.grimoire.errors import InvalidMemory, NamespaceRefused
 from golem.grimoire.knowledge import KnowledgeMaintenance
 from golem.grimoire.memory_file import MEMORY_FILE, read_text
 from golem.grimoire.playbook import Playbook
-from golem.grimoire.query_words import content_words, mentions_time, time_window
-from golem.grimoire.recall_engine import RecallStores, run_recall, start_episode_text
+from golem.grimoire.query_numbers import Anchor, read_intent
+from golem.grimoire.query_words import TimeWindow, content_words, mentions_time, time_window
+from golem.grimoire.recall_engine import (
+    RecallStores,
+    anchor_window,
+    run_recall,
+    start_episode_text,
+)
 from golem.grimoire.records import (
     ENTRY_TYPE_FOR_MEMORY,
     CausalEdge,
@@ -376,7 +382,14 @@ class Grimoire(KnowledgeMaintenance):
                               threshold=self.cfg.refusal_threshold,
                               reason=f"the query has no content words. {REFUSAL_PHRASE}")
         now = self._now()
+        intent = read_intent(clean)
         window = time_window(clean, now)
+        # An event anchor's words name another event: when it is found, recall searches
+        # without them.
+        anchored = (await self._anchor_window(intent.anchor, namespaces, now)
+                    if intent.anchor is not None and content_words(intent.rest) else None)
+        searched = intent.rest if anchored is not None else clean
+        window = anchored or window
         if window is not None:
             log.debug("recall query names a time window", phrase=window.phrase,
                       since=window.since, until=window.until)
@@ -386,14 +399,29 @@ class Grimoire(KnowledgeMaintenance):
         if self._pending:  # the full-text search below runs beside the stores' thread
             await self.flush_episodes()
         # The episode full-text search needs no vector: run it while the query embeds.
-        episode_text = (start_episode_text(self._recall_stores, clean, max(self.cfg.candidates, k),
-                                           namespaces, chosen)
+        episode_text = (start_episode_text(self._recall_stores, searched,
+                                           max(self.cfg.candidates, k), namespaces, chosen)
                         if "episode" in chosen.kinds else None)
-        vector = await self.embedder.aembed_query(clean)  # Theta repeats its queries
-        request = rc.RecallRequest(query=clean, vector=vector, k=k, namespaces=namespaces,
+        vector = await self.embedder.aembed_query(searched)  # Theta repeats its queries
+        request = rc.RecallRequest(query=searched, vector=vector, k=k, namespaces=namespaces,
                                    filters=chosen, pad=pad, now=now,
-                                   episode_text=episode_text, window=window)
+                                   episode_text=episode_text, window=window, intent=intent)
         return await self._store(run_recall, self._recall_stores, request)
+
+    async def _anchor_window(self, anchor: Anchor, namespaces: Sequence[str],
+                             now: float) -> TimeWindow | None:
+        """The window an event anchor names (recall_engine.anchor_window), or None (then
+        logged at debug and ignored)."""
+        vector = await self.embedder.aembed_query(anchor.words)
+        window = await self._store(anchor_window, self._recall_stores, anchor, vector,
+                                   namespaces, now)
+        if window is None:
+            log.debug("recall query's event anchor found no event; ignored",
+                      phrase=anchor.phrase)
+        else:
+            log.debug("recall query names an event anchor", phrase=anchor.phrase,
+                      since=window.since, until=window.until)
+        return window
 
     async def get(self, id: str, namespace: str | None = None) -> SemanticEntry | Episode | None:
         namespaces = self._read_namespaces(namespace)

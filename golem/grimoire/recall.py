@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from golem.grimoire.query_numbers import Intent
 from golem.grimoire.query_words import TimeWindow
 from golem.grimoire.records import (
     EntryType,
@@ -122,6 +123,8 @@ class RecallRequest:
     episode_text: Future[list[Found]] | None = None
     # The calendar window the query names ("yesterday", "in May 2023"), if any.
     window: TimeWindow | None = None
+    # The order, threshold and event anchor the query names ("the largest", "more than 2%").
+    intent: Intent | None = None
 
 
 @dataclass

@@ -3,11 +3,15 @@
 1. Candidates: a dense (vector) list and a lexical (full-text) list from each store,
    prefiltered by namespace and the caller's filters, each hit with its cosine. The
    episode searches bring their rows along undecoded; the semantic store gives ids.
-2. Fusion: reciprocal rank fusion of the four lists decides the candidate pool; only
-   the pool's episodes are decoded. The entries found are read while the episode
-   searches still run.
-3. Scoring: every candidate gets the four-factor score (semantic, temporal,
-   importance, emotional congruence) times its provenance weight and confidence.
+   A time window the query names (a calendar phrase or an event anchor) runs the
+   episode searches again inside it.
+2. Shortlist: each candidate's relevance (calibrated dense and full-text evidence);
+   only the most relevant are decoded and scored (reciprocal rank fusion breaks ties).
+   The entries found are read while the episode searches still run.
+3. Scoring: relevance first, reordered within a bounded span by recency, importance
+   and emotional congruence, times provenance weight and confidence. An order or a
+   threshold the query names then ranks the top hit's kind by the numbers its records
+   state (golem.grimoire.quantities); a why-question follows one causal link back.
 4. Anti-knowledge close to the query is collected separately and always returned.
 5. Hard refusal: if the most similar candidate is below the threshold, the result
    is a Refusal, not a weak list.
@@ -21,11 +25,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from golem.grimoire import recall as rc
 from golem.grimoire.decay import half_lives_from_config
 from golem.grimoire.episodes_schema import Found
 from golem.grimoire.errors import GrimoireError
 from golem.grimoire.fusion import rrf
+from golem.grimoire.quantities import Measured, arrange
+from golem.grimoire.query_numbers import Anchor, Intent
 from golem.grimoire.query_words import TimeWindow, asks_why, hex_identifiers
 from golem.grimoire.records import DecayClass, EntryType, Episode, Pad, SemanticEntry, Status
 from golem.grimoire.scoring import (
@@ -34,6 +42,7 @@ from golem.grimoire.scoring import (
     last_touched,
     memory_importance,
     refusal,
+    relevance_of,
     score_candidate,
 )
 from golem.grimoire.semantic import ListHit
@@ -48,6 +57,12 @@ DAY_S = 86400.0
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="golem-recall")
 ANTI_K = 20  # anti-knowledge candidates per list
 HOP_SOURCES = 3  # top entry hits whose direct causes a why-question follows
+# How many episodes of the top hit's category an order or a threshold compares (the
+# lists bring the best few of them only).
+QUANTITY_CANDIDATES = 400
+# An anchor event ("the last liquidation") is any episode its words find whose relevance
+# is at least this share of the best one's.
+ANCHOR_SHARE = 0.9
 ANTI_FILTERS: Filters = ((Status.ACTIVE,), (EntryType.ANTI_KNOWLEDGE,), None, None)
 
 
@@ -65,6 +80,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     cfg = g.cfg
     query, vector, k, namespaces = req.query, req.vector, req.k, req.namespaces
     f, pad, now = req.filters, req.pad, req.now
+    wide = (intent := req.intent) is not None and intent.ranks_by_quantity
     n = max(cfg.candidates, k)
     ns = list(namespaces)
     lists = _Lists()
@@ -77,6 +93,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
                                  until=f.until, protocol=f.protocol, category=f.category)
         if text_eps is None:
             text_eps = start_episode_text(g, query, n, ns, f)
+    windowed = _start_windowed(g, req, n)
     # One pass over the semantic store (ids only) for the caller's lists and
     # anti-knowledge's. Anti-knowledge is always looked for, whatever the filters.
     wants = [(ANTI_K, ANTI_FILTERS)]
@@ -92,6 +109,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     entries = {e.id: e for e in g.semantic.get(
         list(dict.fromkeys([*(c.id for c in lists.pool.values()), *anti_pool])))}
     episode_rows: dict[str, Found] = {}
+    in_window: list[str] = []
     if dense_eps is not None and text_eps is not None:
         dense, lexical = dense_eps.result(), text_eps.result()
         lists.take("episode", [(hit.id, hit.score, hit.score) for hit in dense], dense=True)
@@ -99,14 +117,14 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
         lists.take("episode", [(hit.id, hit.score, rc.cosine(vector, hit.vector))
                                for hit in lexical], dense=False)
         episode_rows = {hit.id: hit for hit in [*lexical, *dense]}
+        in_window = _take_windowed(lists, windowed, vector, lexical, episode_rows)
     pool = lists.pool
     calibrate_dense(list(pool.values()))
 
-    # Fusion decides the pool: only the best-fused candidates are read and scored in full.
-    fused = rrf(lists.ranked)[: max(3 * k, cfg.candidates)]
-    shortlist = [pool[key] for key, _ in fused]
-    for cand, (_key, score) in zip(shortlist, fused, strict=True):
-        cand.fused = score
+    # Relevance decides the shortlist: only the most relevant candidates are read and
+    # scored in full (fusion's rank sum, kept in the breakdown, breaks ties); with a
+    # window, the most relevant in it too.
+    shortlist = _shortlist(lists, in_window, max(3 * k, cfg.candidates))
     shortlist, anti_found = _read(shortlist, list(anti_pool.values()), entries, episode_rows)
     weights = FourFactorWeights.from_config(cfg)
     half_lives = _HalfLives(half_lives_from_config(cfg), cfg.temporal_half_life_s)
@@ -115,6 +133,11 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
 
     scored = [_hit(c, now, pad, weights, half_lives, window=req.window) for c in shortlist]
     scored.sort(key=lambda h: (-h.score.final, h.id))
+    if wide and intent is not None:
+        scored = _arranged(sorted(
+            [*scored, *(_hit(c, now, pad, weights, half_lives, window=req.window)
+                        for c in _same_kind(g, scored, vector, ns=ns, f=f, pool=pool))],
+            key=lambda h: (-h.score.final, h.id)), intent)
     if asks_why(query):
         scored = _with_causes(g, scored, k=k, ns=ns, now=now, pad=pad, weights=weights,
                               half_lives=half_lives)
@@ -166,6 +189,154 @@ def calibrate_dense(pool: Sequence[rc.Candidate]) -> None:
     best = max((c.similarity for c in pool), default=0.0)
     for cand in pool:
         cand.dense = over_best(cand.similarity, best)
+
+
+def _shortlist(lists: _Lists, in_window: Sequence[str], size: int) -> list[rc.Candidate]:
+    """shortlist_by_relevance over the pool, and over the window's candidates when the
+    query names one."""
+    pool = lists.pool
+    shortlist = shortlist_by_relevance(pool, rrf(lists.ranked), size)
+    if in_window:
+        chosen = {c.key for c in shortlist}
+        shortlist += [c for c in shortlist_by_relevance(
+            {key: pool[key] for key in in_window}, [], size) if c.key not in chosen]
+    return shortlist
+
+
+def _start_windowed(g: RecallStores, req: rc.RecallRequest,
+                    n: int) -> tuple[Future[list[Found]], Future[list[Found]]] | None:
+    """When the query names a time window: the episode searches again within it (the
+    unwindowed lists can miss every episode in a short window)."""
+    f, window = req.filters, req.window
+    if window is None or "episode" not in f.kinds:
+        return None
+    since = max(window.since, f.since) if f.since is not None else window.since
+    until = min(window.until, f.until) if f.until is not None else window.until
+    if since >= until:
+        return None
+    ns = list(req.namespaces)
+    return (_POOL.submit(g.episodes.search_vector_hits, req.vector, n, ns, since=since,
+                         until=until, protocol=f.protocol, category=f.category),
+            _POOL.submit(g.episodes.search_text_hits, req.query, n, ns, since=since,
+                         until=until, protocol=f.protocol, category=f.category))
+
+
+def _take_windowed(lists: _Lists, windowed: tuple[Future[list[Found]], Future[list[Found]]]
+                   | None, vector: np.ndarray, lexical: Sequence[Found],
+                   rows: dict[str, Found]) -> list[str]:
+    """Add the windowed searches' episodes to the pool (their full-text evidence over
+    the unwindowed list's best, which is at least theirs); the keys they found."""
+    if windowed is None:
+        return []
+    dense, text = windowed[0].result(), windowed[1].result()
+    best = max((h.score for h in [*lexical, *text]), default=0.0)
+    keys = []
+    for hit in dense:
+        cand = lists.pool.setdefault(f"episode:{hit.id}", rc.Candidate("episode", hit.id))
+        cand.similarity = hit.score
+        keys.append(cand.key)
+    for hit in text:
+        cand = lists.pool.setdefault(f"episode:{hit.id}", rc.Candidate("episode", hit.id))
+        cand.similarity = rc.cosine(vector, hit.vector)
+        cand.lexical = max(cand.lexical, over_best(hit.score, best))
+        keys.append(cand.key)
+    for hit in [*dense, *text]:
+        rows.setdefault(hit.id, hit)
+    return list(dict.fromkeys(keys))
+
+
+def shortlist_by_relevance(pool: Mapping[str, rc.Candidate], fused: Sequence[tuple[str, float]],
+                           size: int) -> list[rc.Candidate]:
+    """The ``size`` candidates of ``pool`` with the highest relevance_of(dense, lexical)
+    (their calibrated evidence), ties broken by their fused rank; each gets its fused
+    score. A candidate that only one list found competes on its evidence from both: a
+    lexical hit's cosine is known, so its dense evidence is too."""
+    for key, score in fused:
+        pool[key].fused = score
+    order = {key: i for i, (key, _score) in enumerate(fused)}
+    relevance = {c.key: relevance_of(c.dense, c.lexical) for c in pool.values()}
+    ranked = sorted(pool.values(), key=lambda c: (-relevance[c.key],
+                                                  order.get(c.key, len(order))))
+    return ranked[:size]
+
+
+def _arranged(scored: list[rc.Hit], intent: Intent) -> list[rc.Hit]:
+    """``scored`` with the query's order and threshold applied (quantities.arrange); the
+    hits it moved to the front say so in their breakdown."""
+    ranked, quantities, front = arrange(scored, _measured, intent, intent.rest)
+    words = "; ".join(w.phrase for w in (intent.order, intent.threshold) if w is not None)
+    return [replace(h, score=replace(h.score, ranked_by=words, quantity=q)) if i < front else h
+            for i, (h, q) in enumerate(zip(ranked, quantities, strict=True))]
+
+
+def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray, *,
+               ns: list[str], f: rc.RecallFilters,
+               pool: Mapping[str, rc.Candidate]) -> list[rc.Candidate]:
+    """When the most relevant hit is an episode: up to QUANTITY_CANDIDATES more episodes of
+    its category and protocol, nearest the query first, beyond those ``scored`` (an
+    order or threshold must compare the records of that kind, not only the ones whose
+    words match best). One the lists found keeps its evidence from them; another's
+    dense evidence is its cosine over the pool's best, its lexical evidence 0."""
+    if not scored:
+        return []
+    top = max(scored, key=lambda h: h.score.relevance)
+    record = top.record
+    if not isinstance(record, Episode) or "episode" not in f.kinds:
+        return []
+    best = max((c.similarity for c in pool.values()), default=0.0)
+    found = g.episodes.search_vector_hits(vector, QUANTITY_CANDIDATES, ns, since=f.since,
+                                          until=f.until, protocol=record.protocol,
+                                          category=record.category)
+    known = {f"{h.kind}:{h.id}" for h in scored}
+    extra = []
+    for hit in found:
+        key = f"episode:{hit.id}"
+        if key in known:
+            continue
+        cand = pool.get(key) or rc.Candidate("episode", hit.id, similarity=hit.score,
+                                            dense=over_best(hit.score, best))
+        cand.record = hit.episode()
+        extra.append(cand)
+    return extra
+
+
+def anchor_window(g: RecallStores, anchor: Anchor, vector: np.ndarray, ns: Sequence[str],
+                  now: float) -> TimeWindow | None:
+    """The window an event anchor names ("after the last liquidation"): from the anchor's
+    time to ``now`` (inclusive of the anchor's moment), or before it. The anchor's time
+    is the newest (or, for "the first", the oldest) episode among those the anchor's
+    words find whose relevance (dense and full-text evidence, as recall's) is at least
+    ANCHOR_SHARE of the best; None when nothing is found or the best cosine is below the
+    refusal threshold and no word matched."""
+    n = g.cfg.candidates
+    dense = g.episodes.search_vector_hits(vector, n, list(ns))
+    text = g.episodes.search_text_hits(anchor.words, n, list(ns))
+    cosine = {h.id: h.score for h in dense} | {h.id: rc.cosine(vector, h.vector) for h in text}
+    rows = {h.id: h for h in [*dense, *text]}
+    if not cosine or (not text and max(cosine.values()) < g.cfg.refusal_threshold):
+        return None
+    best_cos = max(cosine.values())
+    best_text = max((h.score for h in text), default=0.0)
+    lexical = {h.id: over_best(h.score, best_text) for h in text}
+    relevance = {i: relevance_of(over_best(c, best_cos), lexical.get(i, 0.0))
+                 for i, c in cosine.items()}
+    top = max(relevance.values())
+    times = [rows[i].episode().observed_at for i, r in relevance.items()
+             if r >= ANCHOR_SHARE * top]
+    at = max(times) if anchor.last else min(times)
+    if anchor.after:
+        return TimeWindow(at, now + 1.0, anchor.phrase)
+    return TimeWindow(0.0, at, anchor.phrase)
+
+
+def _measured(hit: rc.Hit) -> Measured:
+    record = hit.record
+    if isinstance(record, SemanticEntry):
+        return Measured(hit.score.relevance, record.created_at, hit.text,
+                        f"entry:{record.entry_type.value}", structural=False)
+    kind = (f"episode:{record.category}:{record.payload.get('event', '')}:"
+            f"{str(record.payload.get('address', '')).lower()}")
+    return Measured(hit.score.relevance, record.observed_at, hit.text, kind)
 
 
 class _Lists:

@@ -231,6 +231,10 @@ class ScoreBreakdown:
     lexical: float = 0.0  # the calibrated full-text evidence (0: not in that list)
     time_window: float = 1.0  # 1, or OUT_OF_WINDOW when the query names a window it misses
     hop_from: str | None = None  # reached through a causal link from this hit (why queries)
+    # ranked first by the query's order or threshold ("latest", "more than 2%"): its words,
+    # and the quantity read from the record for it (None for an order by time)
+    ranked_by: str | None = None
+    quantity: float | None = None
 
     def as_dict(self) -> dict[str, float | int | str | None]:
         return asdict(self)

@@ -599,3 +599,84 @@ def test_lexical_candidates_reach_the_ranking(tmp_path: Path, model_dir: Path,
         assert hit.similarity > 0  # its cosine was filled in for scoring
 
     with_grimoire(cfg, embedder, body)
+
+
+def chain_episode(i: int, text: str, *, category: str, event: str, address: str,
+                  at: float) -> Episode:
+    block_hash = f"0x{i + 5000:064x}"
+    return Episode(
+        id=episode_id(31337, block_hash, 0), namespace="golem-a", chain_id=31337,
+        block_number=1000 + i, block_hash=block_hash, log_index=0, tx_hash=f"0x{i + 9:064x}",
+        tick=i, observed_at=at, category=category, protocol="sim", text=text,
+        payload={"event": event, "address": address}, curiosity=0.3,
+    )
+
+
+def test_an_order_and_a_threshold_rank_by_the_numbers_the_records_state(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir)
+    moves = ["up 0.4%", "down 2.6%", "down 0.3%", "down 4.1%", "up 1.2%", "down 0.8%",
+             "down 2.2%", "unchanged", "up 0.2%", "down 0.5%"]
+    feeds = [chain_episode(i, f"Answer {move} from the previous one. Chainlink price update on "
+                              f"the ETH/USD price feed: 2,{100 + i}", category="oracle",
+                           event="AnswerUpdated", address="0xfeed", at=NOW - 3600 + 60 * i)
+             for i, move in enumerate(moves)]
+    # market moves that fall far, on records of another kind: not what the feed did
+    swaps = [chain_episode(20 + i, f"Market falling: price -{5 + i}% over 10 min. Uniswap V2 "
+                                   f"swap on the WETH/USDC pool: {size} WETH sold for "
+                                   f"{size * 2000:,} USDC by trader ab1{i}",
+                           category="swap", event="Swap", address="0xpool",
+                           at=NOW - 1800 + 60 * i)
+             for i, size in enumerate((0.5, 12, 3, 0.25))]
+
+    async def body(g: Grimoire) -> None:
+        await g.add_episodes([*feeds, *swaps])
+        result = await g.recall("When did the ETH price feed last fall more than 2%?", k=5)
+        assert not result.refused
+        top = result.hits[:3]
+        assert [h.id for h in top] == [feeds[6].id, feeds[3].id, feeds[1].id], [
+            h.text for h in result.hits]
+        assert [h.score.quantity for h in top] == [-2.2, -4.1, -2.6]
+        assert all(h.score.ranked_by == "last; more than 2%" for h in top)
+        assert result.hits[3].score.ranked_by is None
+        biggest = await g.recall("the biggest WETH sold in the WETH/USDC pool", k=4)
+        assert not biggest.refused
+        assert [h.score.quantity for h in biggest.hits] == [12, 3, 0.5, 0.25]
+        assert biggest.hits[0].id == swaps[1].id
+
+    with_grimoire(cfg, embedder, body)
+
+
+def test_an_event_anchor_prefers_what_lies_after_the_event(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir)
+    liquidations = [chain_episode(i, "Aave V3 liquidation on the lending pool: borrower 7919 "
+                                     "liquidated by liquidator 37da", category="liquidation",
+                                  event="LiquidationCall", address="0xaave",
+                                  at=NOW - 3000 + 1000 * i) for i in range(2)]
+    swaps = [chain_episode(10 + i, f"Uniswap V2 swap on the WETH/USDC pool: {i + 1} WETH sold "
+                                   f"for {2000 * (i + 1):,} USDC by trader ab1{i}",
+                           category="swap", event="Swap", address="0xpool",
+                           at=NOW - 3500 + 600 * i) for i in range(6)]
+
+    async def body(g: Grimoire) -> None:
+        await g.add_episodes([*liquidations, *swaps])
+        last = liquidations[1].observed_at
+        result = await g.recall("swaps on the WETH/USDC pool after the last liquidation", k=6)
+        assert not result.refused and result.query == "swaps on the WETH/USDC pool"
+        after = {s.id for s in swaps if s.observed_at >= last}
+        assert len(after) == 3
+        assert {h.id for h in result.hits[:3]} == after
+        assert [h.score.time_window for h in result.hits] == [1.0, 1.0, 1.0, 0.5, 0.5, 0.5]
+        first = await g.recall("swaps on the WETH/USDC pool before the first liquidation", k=6)
+        assert not first.refused
+        before = [s.id for s in swaps if s.observed_at < liquidations[0].observed_at]
+        assert [h.id for h in first.hits[:1]] == before
+        assert [h.score.time_window for h in first.hits] == [1.0, 0.5, 0.5, 0.5, 0.5, 0.5]
+        # an anchor nothing in memory matches is ignored
+        plain = await g.recall("swaps on the WETH/USDC pool after the governance vote", k=6)
+        assert not plain.refused
+        assert plain.query == "swaps on the WETH/USDC pool after the governance vote"
+        assert all(h.score.time_window == 1.0 for h in plain.hits)
+
+    with_grimoire(cfg, embedder, body)

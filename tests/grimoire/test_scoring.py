@@ -261,7 +261,7 @@ def test_score_candidate_composes_every_factor() -> None:
         "provenance_weight": pytest.approx(0.34), "final": pytest.approx(0.2533),
         "dense_rank": 2, "lexical_rank": 5, "fused_rrf": 0.016, "confidence": 1.0,
         "relevance": pytest.approx(0.8), "lexical": 0.6, "time_window": 1.0,
-        "hop_from": None,
+        "hop_from": None, "ranked_by": None, "quantity": None,
     }
     with pytest.raises(AttributeError):
         breakdown.final = 1.0  # type: ignore[misc]
