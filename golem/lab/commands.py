@@ -5,17 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import tomli_w
-
-from golem.config import Config, parse_config
 from golem.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
-from golem.lab.arms import arm_names, load_arm, load_base
 from golem.lab.design import PRESETS, Design, design, parse_seeds
-from golem.lab.report import write_report
-from golem.lab.runner import LabRunner, fix_design, load_design
-from golem.runtime.duration import parse_duration
+
+if TYPE_CHECKING:
+    from golem.config import Config
 
 DEFAULT_OUT = Path("lab")
 
@@ -82,6 +78,16 @@ def cost_estimate(config: Config, chosen: Design) -> str:
 
 
 def run_lab_command(args: argparse.Namespace, out: TextIO) -> int:
+    """Run a lab verb. Its modules load here, not with the parser: every `golem` command
+    builds the parser, and the report's plotting and statistics take seconds to import."""
+    import tomli_w  # noqa: PLC0415
+
+    from golem.config import parse_config  # noqa: PLC0415
+    from golem.lab.arms import arm_names, load_arm, load_base  # noqa: PLC0415
+    from golem.lab.report import write_report  # noqa: PLC0415
+    from golem.lab.runner import LabRunner, fix_design, load_design  # noqa: PLC0415
+    from golem.runtime.duration import parse_duration  # noqa: PLC0415
+
     if args.lab_command == "arms":
         for name in arm_names():
             out.write(f"{name:20} {load_arm(name)[0]}\n")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from golem.config import parse_config
@@ -12,7 +15,7 @@ from golem.lab.effects import paired_effect
 from golem.lab.measures import adaptation
 from golem.lab.succession import market_seed
 
-from ..conftest import run_golem
+from ..conftest import child_env, run_golem
 
 
 @pytest.mark.parametrize(("text", "seeds"), [
@@ -103,3 +106,14 @@ def test_adaptation_counts_predictions_from_a_switch_to_the_first_good_one() -> 
     assert adaptation([(1, 0.1), (2, 0.1), (5, 0.9), (6, 0.9)], [5.0]) == 2.0
     assert adaptation(scores, []) is None and adaptation([], [1.0]) is None
     assert adaptation([(1, 0.2)], [5.0]) is None  # nothing made after the switch
+
+
+def test_building_the_cli_does_not_load_the_lab_report_stack() -> None:
+    """Every `golem` command builds the whole parser; the lab's plotting, statistics and
+    runner load only when a lab verb runs."""
+    code = ("import sys; from golem.cli import _parser; _parser(); "
+            "print(sorted(m for m in ('matplotlib', 'scipy', 'tqdm', 'golem.lab.runner', "
+            "'golem.lab.report') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=child_env(), timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
