@@ -87,8 +87,8 @@ class PlantedDrops:
     def state(self) -> dict[str, Any]:
         """What the next steps depend on, as JSON-ready data."""
         return {"born": self._born, "times": list(self._times), "prices": list(self._prices),
-                "until": _finite(self._until), "quiet_until": _finite(self._quiet_until),
-                "sign": self._sign}
+                "until": finite_or_none(self._until),
+                "quiet_until": finite_or_none(self._quiet_until), "sign": self._sign}
 
     def restore_state(self, state: dict[str, Any]) -> None:
         """Take back what ``state`` returned (KeyError, TypeError, ValueError otherwise)."""
@@ -100,7 +100,8 @@ class PlantedDrops:
         self._sign = float(state["sign"])
 
 
-def _finite(value: float) -> float | None:
+def finite_or_none(value: float) -> float | None:
+    """``value``, or None for an infinity (JSON has none): what a state file records."""
     return None if math.isinf(value) else value
 
 

@@ -38,7 +38,7 @@ from typing import Any
 from golem.chain.compile import load_artifacts
 from golem.chain.evm import Evm, TxResult
 from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, WBTC_UNIT, Market
-from golem.chain.planted import PlantedDrops
+from golem.chain.planted import PlantedDrops, finite_or_none
 
 REGIMES = ("calm", "trending", "volatile", "crash")
 TRANSITIONS: dict[str, tuple[float, float, float, float]] = {
@@ -140,7 +140,7 @@ class MarketSimulator:
                 "ground_truth": [[s.golem_time, s.block_number, s.regime]
                                  for s in self.ground_truth],
                 "token0s": dict(sorted(self._token0s.items())),
-                "answer": self._answer, "answered_at": _finite(self._answered_at),
+                "answer": self._answer, "answered_at": finite_or_none(self._answered_at),
                 "planted": None if self.planted is None else self.planted.state()}
 
     def restore_state(self, state: dict[str, Any]) -> None:
@@ -363,7 +363,3 @@ class MarketSimulator:
             return
         self._swap_v2("honeypot_buy", m.pair_honey_weth, m.weth.address,
                       int(self.rng.uniform(0.05, 0.5) * E18), buyer)
-
-
-def _finite(value: float) -> float | None:
-    return None if math.isinf(value) else value

@@ -42,7 +42,7 @@ from golem.lab.arms import run_config
 from golem.lab.design import Design, Run
 from golem.lab.measures import measure_run
 from golem.lab.succession import PARENT_ARM, SUCCESSORS, shuffled
-from golem.mortality.death import read_death
+from golem.mortality.death import read_death, write_json_atomic
 from golem.mortality.testament import load_testament, write_testament
 from golem.runtime.state import StateStore
 
@@ -75,7 +75,7 @@ def fix_design(lab: Path, design: Design, base: dict[str, Any]) -> None:
                              "use a new --out directory, or ask for the same design")
         return
     lab.mkdir(parents=True, exist_ok=True)
-    _write_json(path, record)
+    write_json_atomic(path, record)
 
 
 def load_design(lab: Path) -> Design:
@@ -247,7 +247,7 @@ class LabRunner:
         wall = time.monotonic() - started
         attempts = _attempts(path)
         attempts.append({"wall_s": round(wall, 3), "exit": child.returncode})
-        _write_json(path / "attempts.json", attempts)
+        write_json_atomic(path / "attempts.json", attempts)
         if child.returncode != 0:
             if not self.stopping.is_set():
                 self.out.write(f"lab: {run.key} failed (exit {child.returncode}); "
@@ -256,7 +256,7 @@ class LabRunner:
         record = measure_run(config, birth, self.design.life_s,
                              sum(a["wall_s"] for a in attempts))
         record |= {"arm": run.arm, "seed": run.seed}
-        _write_json(path / RESULT, record)
+        write_json_atomic(path / RESULT, record)
         progress.set(run, self.design.life_s)
         brier = record["brier"]
         self.out.write(f"lab: {run.key} done in {wall:.0f} s, mean Brier "
@@ -289,10 +289,4 @@ def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("HF_HUB_OFFLINE", "1")  # the lab never downloads: the model is local
     return env
-
-
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
