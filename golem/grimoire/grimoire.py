@@ -235,22 +235,23 @@ class Grimoire(KnowledgeMaintenance):
     async def add_episodes(self, episodes: Sequence[Episode], *,
                            vectors: Any | None = None, defer: bool = False) -> int:
         """Embed and store episodes in one batched, idempotent write (an id already stored
-        is left as it is); returns how many were offered. Each episode's text is embedded;
-        its identifiers are indexed for full text beside the text, not embedded.
+        is left as it is); returns how many were offered. Each episode's shape (its text
+        with the numbers masked, golem.grimoire.shapes) is embedded; its text, numbers
+        and identifiers are indexed for full text beside it.
         ``vectors``: their embeddings, one row per episode, when the caller already has
-        them from this golem's embedder (then nothing is embedded here); InvalidMemory for
-        the wrong shape. ``defer``: embed now but write with the next store call (a read,
-        another write, `flush_episodes`, `close`), in one write with every other deferred
-        batch: every reader of this Grimoire still sees them, but they are durable only
-        once `flush_episodes` (or that next call) has returned. A failed write keeps them
-        pending for the next one."""
+        them from this golem's embedder (Embedder.embed_shapes; then nothing is embedded
+        here); InvalidMemory for the wrong shape. ``defer``: embed now but write with the
+        next store call (a read, another write, `flush_episodes`, `close`), in one write
+        with every other deferred batch: every reader of this Grimoire still sees them,
+        but they are durable only once `flush_episodes` (or that next call) has returned.
+        A failed write keeps them pending for the next one."""
         if not episodes:
             return 0
         for episode in episodes:
             self._write_namespace(episode.namespace)
             self._clean_text(episode.text)
         if vectors is None:
-            vectors = await self.embedder.aembed([e.text for e in episodes])
+            vectors = await self.embedder.aembed_shapes([e.text for e in episodes])
         if defer:
             with self._pending_lock:
                 self._pending.append((list(episodes), vectors))

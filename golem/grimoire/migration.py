@@ -70,7 +70,7 @@ def _reembed_sync(config: Config, transform: TransformFn | None,
 
     try:
         moved_episodes = 0 if episodes_current and transform is None else episodes.reembed(
-            embedder.embed, transform=counted if transform else None, progress=progress)
+            embedder.embed_shapes, transform=counted if transform else None, progress=progress)
     finally:
         episodes.close()
     log.info("episodes re-embedded", count=moved_episodes, rerendered=changed,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import numpy as np
 import pytest
 
 from golem.config import Config, load_config
@@ -678,5 +679,25 @@ def test_an_event_anchor_prefers_what_lies_after_the_event(
         assert not plain.refused
         assert plain.query == "swaps on the WETH/USDC pool after the governance vote"
         assert all(h.score.time_window == 1.0 for h in plain.hits)
+
+    with_grimoire(cfg, embedder, body)
+
+
+def test_episodes_differing_in_amounts_share_a_vector_but_recall_tells_them_apart(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir)
+    episodes = [replace(swap_episode(i), text=f"Uniswap V2 swap on the WETH/USDC pool: "
+                        f"{amount} WETH sold for USDC by trader 1eff")
+                for i, amount in enumerate(("0.25", "17.5", "3,400"))]
+
+    async def body(g: Grimoire) -> None:
+        await g.add_episodes(episodes)
+        vectors = await g.episode_vectors([e.id for e in episodes])
+        first = vectors[episodes[0].id]
+        assert all(np.array_equal(first, v) for v in vectors.values())  # one shape, one vector
+        assert len(vectors) == 3
+        result = await g.recall("the swap that sold 3,400 WETH", k=3)
+        assert not result.refused
+        assert result.hits[0].id == episodes[2].id, [h.text for h in result.hits]
 
     with_grimoire(cfg, embedder, body)
