@@ -27,7 +27,8 @@ from golem.actions.proposal import ACTION_KINDS, ProposedAction
 DIRECTIONS = ("up", "down", "flat")
 MAX_ANALYSIS_CHARS = 4000
 MAX_ITEMS = 20
-OURS = ("attribution", "outlook", "skipped_knowledge")  # Decision fields outside the schema
+# Decision fields outside the schema
+OURS = ("attribution", "outlook", "skipped_knowledge", "forecasters")
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
@@ -56,6 +57,9 @@ class Decision:
     outlook: tuple[float, float, float] | None = None
     # consolidated facts in view that were malformed and so ignored
     skipped_knowledge: int = 0
+    # the offline tier's two forecasters' directions, (knowledge, prior), whichever it
+    # followed (golem.cognition.experts); None for a model's decision
+    forecasters: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -98,8 +102,8 @@ def parse_decision(text: str) -> Decision | Malformed:
 
 
 def decision_to_dict(decision: Decision) -> dict[str, Any]:
-    """The decision in the model's schema (attribution, outlook and skipped knowledge
-    are ours, never the model's)."""
+    """The decision in the model's schema (OURS: attribution, outlook, skipped knowledge
+    and forecasters are ours, never the model's)."""
     data = asdict(decision)
     for ours in OURS:
         del data[ours]

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from golem.cognition.experts import Scored
+from golem.cognition.predictions import observed_direction
 from golem.errors import StateError
 from golem.runtime.state import connect_durable, durable_write, read_only_rows
 
@@ -55,6 +57,11 @@ CREATE TABLE IF NOT EXISTS outcomes (
     learned INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS loops (name TEXT PRIMARY KEY, last_tick INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS forecasters (
+    tick INTEGER PRIMARY KEY,
+    knowledge TEXT NOT NULL,
+    prior TEXT NOT NULL
+);
 """
 
 
@@ -99,10 +106,12 @@ class DecisionJournal:
     def record(self, tick: int, golem_time: float, *, provider: str, status: str,
                summary: str, record: dict[str, Any],
                predictions: list[tuple[str, str, float, float, int, float]],
-               outcome: Outcome | None = None) -> None:
+               outcome: Outcome | None = None,
+               forecasters: tuple[str, str] | None = None) -> None:
         """One decision, its predictions (subject, direction, magnitude, confidence, due
-        tick, baseline price) and its Loop 1 outcome in one transaction; a replayed tick
-        replaces its rows."""
+        tick, baseline price), its Loop 1 outcome and the offline tier's two forecasters'
+        directions (knowledge, prior) in one transaction; a replayed tick replaces its
+        rows."""
         with durable_write(self._conn, self.path) as conn:
             if outcome is not None:
                 conn.execute(
@@ -113,6 +122,9 @@ class DecisionJournal:
             conn.execute("INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?)",
                          (tick, golem_time, provider, status, summary, json.dumps(record)))
             conn.execute("DELETE FROM predictions WHERE tick = ?", (tick,))
+            conn.execute("DELETE FROM forecasters WHERE tick = ?", (tick,))
+            if forecasters is not None:
+                conn.execute("INSERT INTO forecasters VALUES (?, ?, ?)", (tick, *forecasters))
             conn.executemany(
                 "INSERT INTO predictions (tick, subject, direction, magnitude, confidence, "
                 "due_tick, baseline) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -146,6 +158,17 @@ class DecisionJournal:
         return [Outcome(r[0], r[1], r[2], frozenset(json.loads(r[3])),
                         frozenset(json.loads(r[4])), frozenset(json.loads(r[5])), r[6], r[7])
                 for r in rows]
+
+    def forecaster_record(self, limit: int) -> list[Scored]:
+        """The newest ``limit`` scored predictions where the offline tier's two
+        forecasters disagreed, oldest first (golem.cognition.experts)."""
+        rows = self._read(
+            "SELECT f.knowledge, f.prior, p.actual, p.baseline FROM predictions p "
+            "JOIN forecasters f ON f.tick = p.tick WHERE p.quality IS NOT NULL "
+            "AND f.knowledge != f.prior AND p.baseline > 0 "
+            "ORDER BY p.due_tick DESC, p.id DESC LIMIT ?", (limit,))
+        return [Scored(k, p, observed_direction(actual / baseline - 1.0))
+                for k, p, actual, baseline in reversed(rows)]
 
     def recent_hits(self, limit: int) -> list[bool]:
         """Direction hits of the newest `limit` scored predictions, oldest first (the

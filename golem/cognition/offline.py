@@ -19,6 +19,12 @@ decision schema a model would:
   prediction is a three-way outlook (down, flat, up, flat being the scoring's
   ``FLAT_BAND``), not a confident "flat": when the tape's usual move over the horizon
   is wide, "flat" is the least likely class and up and down are even;
+- the knowledge is followed unless its recent record is worse than the prior's
+  (``golem.cognition.experts``: over the last scored predictions where the two
+  disagreed, Theta passes the record in ``Situation.record``); when it is not, the
+  prior decides the prediction and nothing learned moves it (so nothing is traded).
+  Both directions are recorded (``Decision.forecasters``) so the next records can
+  be kept;
 - the prediction is the outlook's most likely class with its probability as the
   confidence; an exact tie between up and down (the symmetric prior) goes to the
   trailing move's sign (up without a move). The magnitude is the forecast's absolute
@@ -53,6 +59,7 @@ from dataclasses import dataclass, replace
 
 from golem.actions.proposal import ProposedAction
 from golem.cognition.decisions import Decision, Prediction
+from golem.cognition.experts import Record
 from golem.cognition.forecast import (
     DEFAULT_PRIOR_STDDEV,
     DIRECTIONS,
@@ -103,6 +110,7 @@ class Situation:
     max_notional_usd: float = 0.0  # the cage's per-action cap
     regime: str = ""  # the regime Theta reads from the tape
     horizon_s: float = HORIZON_S  # the predictions' horizon in seconds
+    record: Record | None = None  # the forecasters' recent record; None: follow knowledge
 
 
 def decide(situation: Situation) -> Decision:
@@ -117,6 +125,12 @@ def decide(situation: Situation) -> Decision:
             missing_context=() if situation.prices else ("price feed history",))
     forecast, used, skipped = _forecast(situation, move)
     direction = _direction(forecast.outlook, move)
+    prior = combine((), _prior_stddev(situation))
+    forecasters = (direction, _direction(prior.outlook, move))
+    distrusted = (not forecast.from_prior and situation.record is not None
+                  and not situation.record.trust_knowledge)
+    if distrusted:
+        forecast, used, direction = prior, (), forecasters[1]
     sizing, why_size, size_entries, bad_procedural = _procedural(situation, direction, move)
     skipped += bad_procedural
     confidence = forecast.outlook[DIRECTIONS.index(direction)]
@@ -125,7 +139,12 @@ def decide(situation: Situation) -> Decision:
                             HORIZON_TICKS)
     down, flat, up = forecast.outlook
     minutes = situation.horizon_s / 60
-    if forecast.from_prior:
+    if distrusted:
+        assert situation.record is not None
+        source = (f"the learned outcomes are not followed ({situation.record.describe()}): "
+                  f"the no-change prior with the tape's spread ({forecast.stddev:.2%} over "
+                  f"{minutes:g} min)")
+    elif forecast.from_prior:
         source = (f"nothing learned about such moves yet: the no-change prior with the "
                   f"tape's spread ({forecast.stddev:.2%} over {minutes:g} min)")
     else:
@@ -152,7 +171,7 @@ def decide(situation: Situation) -> Decision:
                     attribution=tuple((uri, round(share, 8))
                                       for uri, share in forecast.contributions),
                     outlook=(round(down, 6), round(flat, 6), round(up, 6)),
-                    skipped_knowledge=skipped)
+                    skipped_knowledge=skipped, forecasters=forecasters)
 
 
 def cited_attribution(situation: Situation, cited: frozenset[str] | set[str],
@@ -194,12 +213,18 @@ def _forecast(situation: Situation,
         [(e, 1.0 if e in own else OTHER_REGIME_WEIGHT) for e in matching]
     evidence = [_evidence(e, scale) for e, scale in chosen]
     used = [e for e, _ in chosen]
-    prior = horizon_stddev(situation.prices, situation.horizon_s)
-    prior_sd = prior if prior is not None and prior >= MIN_PRIOR_STDDEV else (
-        DEFAULT_PRIOR_STDDEV if prior is None else MIN_PRIOR_STDDEV)
-    forecast = combine(evidence, prior_sd)
+    forecast = combine(evidence, _prior_stddev(situation))
     kept = tuple(e for e, ev in zip(used, evidence, strict=True) if usable(ev))
     return forecast, kept, forecast.skipped
+
+
+def _prior_stddev(situation: Situation) -> float:
+    """The prior's spread over the horizon: the tape's (at least MIN_PRIOR_STDDEV),
+    DEFAULT_PRIOR_STDDEV without enough tape."""
+    prior = horizon_stddev(situation.prices, situation.horizon_s)
+    if prior is None:
+        return DEFAULT_PRIOR_STDDEV
+    return max(prior, MIN_PRIOR_STDDEV)
 
 
 def _evidence(entry: Entry, scale: float) -> Evidence:

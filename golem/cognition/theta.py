@@ -38,7 +38,7 @@ import structlog
 
 from golem.actions.cage import Cage, Portfolio, Verdict, check
 from golem.actions.proposal import ProposedAction
-from golem.cognition import offline, theta_state
+from golem.cognition import experts, offline, theta_state
 from golem.cognition.decisions import Decision, Malformed
 from golem.cognition.frames import Keyframes
 from golem.cognition.journal import DecisionJournal, Outcome
@@ -323,7 +323,8 @@ class ThetaCycle:
         scored = await anyio.to_thread.run_sync(self._score, ctx.tick, seen.feed, latest)
         await anyio.to_thread.run_sync(lambda: self.journal.record(
             ctx.tick, ctx.clock.now(), provider=think.provider, status=think.status,
-            summary=summary, record=record, predictions=due, outcome=outcome))
+            summary=summary, record=record, predictions=due, outcome=outcome,
+            forecasters=decision.forecasters if decision else None))
         self._emit(ContextFeedbackLoop(1, ctx.tick, {
             "injected": sorted(outcome.injected), "referenced": sorted(outcome.referenced),
             "missing": sorted(outcome.missing), "cost_usd": think.cost_usd}))
@@ -354,6 +355,9 @@ class ThetaCycle:
                                       holdings, pool, self.cage.max_notional_usd,
                                       market_regime(prices).value, self.horizon_s)
         if tier is Tier.T0 or self.model is None:
+            scored = await anyio.to_thread.run_sync(self.journal.forecaster_record,
+                                                    experts.WINDOW)
+            situation = replace(situation, record=experts.record(scored))
             return Thought(offline.decide(situation), offline.PROVIDER, "", "ok")
         made = await self.model.decide(tier, ws, strategy=self._strategy,
                                        situation=self._situation(feed, prices), keyframe=keyframe,

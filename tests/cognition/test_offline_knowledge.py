@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
+from golem.cognition.experts import Scored, record
 from golem.cognition.offline import (
     OTHER_REGIME_WEIGHT,
     SWAP_COST,
@@ -169,3 +171,21 @@ def test_its_record_in_this_situation_shrinks_a_losing_trade_and_nothing_else() 
         assert decide(situation(revert, other)).actions == (full,)
     nonsense = decide(situation(revert, traded("buy", 3, 5)))
     assert nonsense.skipped_knowledge == 1 and nonsense.actions == (full,)
+
+
+def test_knowledge_whose_record_is_worse_than_the_priors_is_not_followed() -> None:
+    revert = outcome("grimoire://g/entry/revert", mean=0.012, p_up=0.9)
+    followed = decide(situation(revert))
+    assert followed.forecasters == ("up", "down")  # knowledge: reversion; prior: the move
+    worse = record([Scored("up", "down", "down")] * 7 + [Scored("up", "down", "up")] * 2)
+    assert not worse.trust_knowledge
+    d = decide(replace(situation(revert), record=worse))
+    assert d.forecasters == followed.forecasters  # both are recorded whichever is followed
+    (p,) = d.predictions
+    assert p.direction == "down" and p.confidence < 0.5  # the prior's
+    assert d.attribution == () and d.actions[0].kind == "hold"
+    assert "not followed" in d.analysis and "missed 7" in d.analysis
+    bare = decide(situation())
+    assert (d.predictions, d.outlook) == (bare.predictions, bare.outlook)
+    better = record([Scored("up", "down", "up")] * 7 + [Scored("up", "down", "down")] * 2)
+    assert decide(replace(situation(revert), record=better)) == followed
