@@ -4,17 +4,18 @@
     report = await engine.run(tick, now)
 
 A run reads the episodes captured since its cursor, passes them through the quality
-gate, selects the replay set (recent by priority, older ones by Mattar-Daw utility),
-clusters it, extracts fact candidates, and reinforces the entries that already hold
-the same fact key or writes new ones (contradictions quarantined). Conditional outcomes
-(``outcomes.py``) also read the episodes of the outcome lookback and horizon before the
-cursor, as price history only: an answer's outcome is counted in the run that first
-sees its horizon end, so a short Delta interval still learns them. Causal relations
-are also linked in the causal graph between the two pools' rate baselines. Then decay
-and eviction. A run with nothing new replays nothing (old episodes are mixed into
-new ones, never re-counted alone) but still decays. The cursor (the newest episode
-read) is committed last, in its own SQLite file, so a crash mid-run repeats the run
-rather than skipping episodes.
+gate, selects the replay set (recent by priority, older ones by Mattar-Daw utility;
+their replay counts rise), clusters it when a model pass will read the clusters (only
+then are the old replayed episodes and their vectors read), extracts fact candidates,
+and reinforces the entries that already hold the same fact key or writes new ones
+(contradictions quarantined). Conditional outcomes (``outcomes.py``) also read the
+episodes of the outcome lookback and horizon before the cursor, as price history only:
+an answer's outcome is counted in the run that first sees its horizon end, so a short
+Delta interval still learns them. Causal relations are also linked in the causal graph
+between the two pools' rate baselines. Then decay and eviction. A run with nothing new
+replays nothing (old episodes are mixed into new ones, never re-counted alone) but still
+decays. The cursor (the newest episode read) is committed last, in its own SQLite file,
+so a crash mid-run repeats the run rather than skipping episodes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -118,6 +120,10 @@ class ConsolidationEngine:
         self._predictions = predictions
         self._timer = timer
         self._path = Path(state_dir) / CURSOR_FILE
+        # What replay needs from an old episode's record and never changes (curiosity,
+        # context), by id: the old pool is mostly the same episodes run after run, so
+        # only those new to it are read in full. Kept for the current pool only.
+        self._old_seen: dict[str, tuple[float, str]] = {}
         self._conn = connect_durable(self._path, "consolidation cursor", _SCHEMA)
 
     def close(self) -> None:
@@ -164,21 +170,25 @@ class ConsolidationEngine:
         groups: list[clusters.Cluster] = []
         replayed: list[Episode] = []
         if recent:
-            old = [] if first else await g.verified_episodes(after - p.old_horizon_s, after,
-                                                             p.old_pool)
-            by_id = {e.id: e for e in [*old, *recent]}
+            old = [] if first else await self._old_pool(after)
             context = [] if first else await g.episodes_window(
                 after - p.extract.outcome_lookback_s - p.extract.outcome_horizon_s, after,
                 p.max_new_episodes)
+            candidates = [*old, *(_candidate(e, None if first else after) for e in recent)]
             replay_ids = await anyio.to_thread.run_sync(
-                _select, list(by_id.values()), None if first else after, now, p.replay,
-                p.seed + tick)
-            replayed = [by_id[i] for i in replay_ids]
-            vectors = await g.episode_vectors(replay_ids)
+                replay.select, candidates, now, p.replay, p.seed + tick)
+            vectors: dict[str, Any] = {}
+            if self.assist is not None:  # the clusters are the model pass's input only
+                by_id = {e.id: e for e in recent}
+                by_id.update({e.id: e for e in await g.episodes_by_ids(
+                    [i for i in replay_ids if i not in by_id])})
+                replayed = [by_id[i] for i in replay_ids if i in by_id]  # deleted: skipped
+                replay_ids = [e.id for e in replayed]
+                vectors = await g.episode_vectors(replay_ids)
 
             def learn() -> tuple[list[clusters.Cluster], list[FactCandidate]]:
                 groups = clusters.cluster([(e.id, e.protocol, e.payload) for e in replayed],
-                                          vectors, p.cluster_threshold)
+                                          vectors, p.cluster_threshold) if replayed else []
                 return groups, extract.extract(recent, window, p.extract, p.seed + tick,
                                                context=context,
                                                counted_after=None if first else after)
@@ -201,6 +211,22 @@ class ConsolidationEngine:
         log.info("consolidation run", **{k: v for k, v in vars(report).items()
                                          if k != "window"})
         return report
+
+    async def _old_pool(self, after: float) -> list[replay.ReplayCandidate]:
+        """The older verified episodes replay may interleave (at most old_pool, observed
+        within old_horizon_s before the cursor), as candidates: their ids, times,
+        importance and replay counts read fresh, the rest remembered from one full read."""
+        p = self.params
+        refs = await self.grimoire.verified_episode_refs(after - p.old_horizon_s, after,
+                                                         p.old_pool)
+        missing = [r.id for r in refs if r.id not in self._old_seen]
+        seen = {i: v for i in (r.id for r in refs) if (v := self._old_seen.get(i))}
+        for e in await self.grimoire.episodes_by_ids(missing) if missing else []:
+            seen[e.id] = (e.curiosity, _context(e))
+        self._old_seen = seen
+        return [replay.ReplayCandidate(r.id, r.observed_at, seen[r.id][0], r.importance,
+                                       r.replay_count, recent=False, context=seen[r.id][1])
+                for r in refs if r.id in seen]
 
     async def _store(self, found: Sequence[FactCandidate], now: float) -> dict[str, int]:
         """Reinforce what is already known, write what is new, link causal relations."""
@@ -273,11 +299,12 @@ def _gate(new: Sequence[Episode], outcomes: Sequence[verify.PredictionOutcome],
     return passed, failed
 
 
-def _select(episodes: Sequence[Episode], after: float | None, now: float,
-            params: replay.ReplayParams, seed: int) -> list[str]:
-    """Replay order over recent (observed after the cursor) and older episodes."""
-    candidates = [replay.ReplayCandidate(
+def _candidate(e: Episode, after: float | None) -> replay.ReplayCandidate:
+    """An episode as a replay candidate; recent when observed after the cursor."""
+    return replay.ReplayCandidate(
         e.id, e.observed_at, e.curiosity, e.importance, e.replay_count,
-        recent=after is None or e.observed_at > after,
-        context=f"{pool_of(e)}|{regime_of(e)}") for e in episodes]
-    return replay.select(candidates, now, params, seed)
+        recent=after is None or e.observed_at > after, context=_context(e))
+
+
+def _context(e: Episode) -> str:
+    return f"{pool_of(e)}|{regime_of(e)}"

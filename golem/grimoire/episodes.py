@@ -59,7 +59,7 @@ from golem.grimoire.episodes_schema import (
     unit_vectors,
 )
 from golem.grimoire.errors import GrimoireError, InvalidMemory, SignatureMismatch, StoreCorrupt
-from golem.grimoire.records import Episode
+from golem.grimoire.records import Episode, EpisodeRef
 from golem.grimoire.replays import ReplayCounts
 from golem.grimoire.signature import ModelSignature
 
@@ -499,13 +499,24 @@ class EpisodeStore:
 
         if not namespaces or limit < 1:
             return []
-        clause = (f"{sql_in('namespace', namespaces)} AND observed_at > "
-                  f"{_time_sql(observed_after)} AND observed_at <= {_time_sql(until)}")
-        if verified_only:
-            clause += " AND quality_verified = true"
+        clause = _window_clause(namespaces, observed_after, until, verified_only)
         with self._vendor("window scan"):
             rows = self._add_counts(self._rows(clause, ["id", *ROW_COLUMNS], limit))
         return sorted((from_row(r) for r in rows), key=lambda e: (e.observed_at, e.id))
+
+    def since_refs(self, namespaces: Sequence[str], observed_after: float, until: float,
+                   limit: int, *, verified_only: bool = False) -> list[EpisodeRef]:
+        """The episodes ``since`` would return, as references (id, time, importance,
+        replay count), without reading or decoding their records."""
+        if not namespaces or limit < 1:
+            return []
+        clause = _window_clause(namespaces, observed_after, until, verified_only)
+        with self._vendor("window scan"):
+            rows = self._add_counts(self._rows(clause, ["id", "observed_at", "importance"],
+                                               limit))
+        refs = [EpisodeRef(r["id"], float(r["observed_at"]), r["importance"],
+                           int(r["replay_count"])) for r in rows]
+        return sorted(refs, key=lambda e: (e.observed_at, e.id))
 
     # ----- maintenance ----------------------------------------------------------------------
 
@@ -648,6 +659,13 @@ def _run(query: Any) -> Any:
     round trips to that loop per query (schema reads among them), each a thread switch
     in every search."""
     return LOOP.run(query.to_arrow())  # type: ignore[no-untyped-call]
+
+
+def _window_clause(namespaces: Sequence[str], observed_after: float, until: float,
+                   verified_only: bool) -> str:
+    clause = (f"{sql_in('namespace', namespaces)} AND observed_at > "
+              f"{_time_sql(observed_after)} AND observed_at <= {_time_sql(until)}")
+    return clause + " AND quality_verified = true" if verified_only else clause
 
 
 def _time_sql(value: float) -> str:

@@ -66,6 +66,7 @@ from golem.grimoire.records import (
     DecayClass,
     EntryType,
     Episode,
+    EpisodeRef,
     InsightCategory,
     MemoryMetadata,
     MemoryType,
@@ -335,12 +336,15 @@ class Grimoire(KnowledgeMaintenance):
         return await self._store(self._episodes.since, [self.namespace], observed_after,
                                  until, limit)
 
-    async def verified_episodes(self, observed_after: float, until: float,
-                                limit: int) -> list[Episode]:
-        """Like episodes_window, quality-verified episodes only."""
-        def read() -> list[Episode]:
-            return self._episodes.since([self.namespace], observed_after, until, limit,
-                                        verified_only=True)
+    async def verified_episode_refs(self, observed_after: float, until: float,
+                                    limit: int) -> list[EpisodeRef]:
+        """This golem's quality-verified episodes with observed_after < observed_at <=
+        until, oldest first, as references (id, time, importance, replay count): what
+        episodes_window would find among the verified ones, without their records.
+        Past ``limit``, the first ``limit`` in storage order."""
+        def read() -> list[EpisodeRef]:
+            return self._episodes.since_refs([self.namespace], observed_after, until, limit,
+                                             verified_only=True)
 
         return await self._store(read)
 

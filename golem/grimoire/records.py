@@ -178,6 +178,17 @@ def tx_episode_id(chain_id: int, block_hash: str, tx_index: int) -> str:
 
 
 @dataclass(frozen=True)
+class EpisodeRef:
+    """What a store knows of an episode without reading its record: the columns a
+    selection ranks by (EpisodeStore.since_refs)."""
+
+    id: str
+    observed_at: float
+    importance: float | None
+    replay_count: int
+
+
+@dataclass(frozen=True)
 class SemanticEntry:
     """A piece of derived or remembered knowledge in the semantic store."""
 

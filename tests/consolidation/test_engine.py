@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -10,6 +10,7 @@ import anyio
 import numpy as np
 
 from golem.config import Config, load_config
+from golem.consolidation.clusters import Cluster
 from golem.consolidation.engine import ConsolidationEngine, ConsolidationReport, EngineParams
 from golem.events import EventBus
 from golem.grimoire.embedder import Embedder
@@ -85,7 +86,15 @@ def test_consolidation_extracts_reinforces_and_never_duplicates(
         g = await Grimoire.open(cfg, now=lambda: now, embedder=embedder, events=bus)
         try:
             await g.add_episodes(market())
-            engine = ConsolidationEngine(g, tmp_path / "state1", events=bus)
+            seen: list[tuple[int, list[Cluster], dict[str, Episode]]] = []
+
+            async def model_pass(tick: int, _now: float, groups: Sequence[Cluster],
+                                 replayed: Mapping[str, Episode]) -> bool:
+                seen.append((tick, list(groups), dict(replayed)))
+                return False
+
+            engine = ConsolidationEngine(g, tmp_path / "state1", events=bus,
+                                         assist=model_pass)
             first = await engine.run(tick=1, now=now)
             after_first = await g.entries()
             # Same engine again: the cursor has moved, nothing new to learn.
@@ -97,6 +106,9 @@ def test_consolidation_extracts_reinforces_and_never_duplicates(
             again.close()
             bad = await g.get(episode_id(31337, f"0x{99:064x}", 0))
             good = await g.get(episode_id(31337, f"0x{0:064x}", 0))
+            (tick, groups, replayed), = seen[:1]
+            assert tick == 1 and len(groups) == first.clusters and len(replayed) == 20
+            assert {m for c in groups for m in c.ids} <= set(replayed)
             return first, idle, second, after_first, await g.entries(), {"bad": bad, "good": good}
         finally:
             await g.close()
@@ -109,6 +121,7 @@ def test_consolidation_extracts_reinforces_and_never_duplicates(
     assert idle.new_episodes == 0 and idle.created == idle.reinforced == 0
     assert second.verified == 0  # already verified by the first run
     assert second.created == 0 and second.reinforced == first.created
+    assert second.replayed == 20 and second.clusters == 0  # no model pass: not clustered
     assert len(after_second) == len(after_first)  # reinforced, not duplicated
 
     by_key = {e.fact["key"]: e for e in after_second}

@@ -526,3 +526,25 @@ def test_reconnecting_while_searches_run_loses_nothing(tmp_path: Path,
     assert found and all(ids == expected for ids in found)
     assert store.count() == 46
     assert [e.id for e, _ in store.search_vector(vectors[7], 5, ["main"])] == expected
+
+
+def test_window_references_match_the_window_without_reading_records(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    rng = np.random.default_rng(5)
+    store = open_store(tmp_path / "ep", sig)
+    episodes = [make_episode(i) for i in range(30)]
+    store.upsert(episodes, unit(rng, len(episodes)))
+    ids = [e.id for e in episodes]
+    store.increment_replay(ids[3:9])
+    store.update(ids[::2], quality_verified=True, importance=0.9)
+    start = episodes[0].observed_at
+    for verified in (False, True):
+        for limit in (100, 7):
+            full = store.since(["main"], start + 5, start + 250, limit, verified_only=verified)
+            refs = store.since_refs(["main"], start + 5, start + 250, limit,
+                                    verified_only=verified)
+            assert [(e.id, e.observed_at, e.importance, e.replay_count) for e in full] == [
+                (r.id, r.observed_at, r.importance, r.replay_count) for r in refs]
+            assert refs and len(refs) <= limit
+    assert store.since_refs(["other"], start, start + 1e6, 10) == []
+    assert store.since_refs(["main"], start, start + 1e6, 0) == []
