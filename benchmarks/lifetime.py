@@ -22,11 +22,18 @@ chain, offline cognition) on a fresh data dir and reports:
   ``captured_over_standalone`` is the run's captured events per wall second over that
   rate, ``daemon_embedder_over_standalone`` the daemon's embedder's texts/s over it;
 - ``restart_s``: a second start of the same data dir until its first Gamma tick (the
-  simulated chain is rebuilt from the data dir first), with ``--restart``.
+  simulated chain is rebuilt from the data dir first), with ``--restart``;
+- ``segments``: a life longer than one sitting runs in segments: ``--keep DIR`` saves
+  the accounting to DIR/segments.json every 30 s, and after the benchmark (and with it
+  the golem) is killed, ``--resume DIR`` restarts the golem from its data dir to the
+  same absolute golem time; wall and CPU seconds add up over the segments (each
+  segment's start-up, the restart from snapshots, included), so a segmented life's
+  rates count its restarts. At most the last 30 s of a killed segment go unaccounted.
 
 The machine is usually shared: the load average at start and end is recorded.
 
     .venv/bin/python benchmarks/lifetime.py --days 0.25 [--restart] [--keep DIR]
+    .venv/bin/python benchmarks/lifetime.py --days 30 --resume DIR   # after a kill
 
 Prints one JSON object; progress goes to stderr.
 """
@@ -34,11 +41,12 @@ Prints one JSON object; progress goes to stderr.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import random
 import re
-import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -93,6 +101,36 @@ class LogTally:
         self.stopped: dict[str, Any] = {}
         self.errors = 0
 
+    def state(self) -> dict[str, Any]:
+        """What a later segment of the same life adds to (see ``merged``)."""
+        return {"ticks": dict(self.ticks), "tick_ms": dict(self.tick_ms),
+                "gamma": dict(self.gamma), "episodes": self.episodes,
+                "golem_time": self.golem_time, "first_tick_wall": self.first_tick_wall,
+                "embedder": self.embedder, "stopped": self.stopped, "errors": self.errors}
+
+    @classmethod
+    def merged(cls, states: list[dict[str, Any]]) -> LogTally:
+        """One tally over segments: counts and seconds summed, the last golem time and
+        stop, each segment's start-up summed, the embedder's totals summed."""
+        out = cls()
+        for st in states:
+            out.ticks.update(st["ticks"])
+            for key in ("tick_ms", "gamma"):
+                for k, v in st[key].items():
+                    getattr(out, key)[k] += v
+            out.episodes += st["episodes"]
+            out.golem_time = st["golem_time"] or out.golem_time
+            out.first_tick_wall = (out.first_tick_wall or 0.0) + (st["first_tick_wall"] or 0.0)
+            for k, v in st["embedder"].items():
+                if k != "texts_per_s":
+                    out.embedder[k] = out.embedder.get(k, 0) + v
+            out.stopped = st["stopped"] or out.stopped
+            out.errors += st["errors"]
+        seconds = out.embedder.get("seconds")
+        if seconds:
+            out.embedder["texts_per_s"] = round(out.embedder["texts"] / seconds, 1)
+        return out
+
     def line(self, raw: str, wall: float) -> None:
         try:
             rec = json.loads(raw)
@@ -129,20 +167,67 @@ def _rss_kb(pid: int, field: str) -> int | None:
     return None
 
 
-def run_golem(config: Path, days: float, log_path: Path) -> dict[str, Any]:
-    """One run to ``days`` golem days; its log folded, RSS sampled once a second."""
+SEGMENTS_FILE = "segments.json"
+RSS_EVERY_S = 10  # RSS samples kept for the life's steady state (one a second are read)
+
+
+def _cpu_s(pid: int) -> float | None:
+    """A process's user + system CPU seconds so far (every thread)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL it when the benchmark dies (a killed session must not leave
+    a golem running unmeasured)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def load_segments(directory: Path) -> list[dict[str, Any]]:
+    path = directory / SEGMENTS_FILE
+    return json.loads(path.read_text())["segments"] if path.exists() else []
+
+
+def save_segments(directory: Path, segments: list[dict[str, Any]]) -> None:
+    path = directory / SEGMENTS_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"segments": segments}))
+    os.replace(tmp, path)
+
+
+def run_golem(config: Path, days: float, directory: Path,
+              before: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One segment of the life: ``golem run --stop-at {days}d`` (an absolute golem time,
+    so a resumed life ends where an uninterrupted one would), its log folded, RSS and
+    CPU sampled once a second. The segment is saved to segments.json every 30 s and at
+    its end, after ``before`` (the earlier segments of the same life), so a benchmark
+    killed mid-life loses at most 30 s of accounting and resumes with --resume."""
     tally = LogTally()
     rss: list[tuple[float, int]] = []
     peak = 0
+    cpu = 0.0
+    log_path = directory / f"golem.{len(before)}.log"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MALLOC_ARENA_MAX": "2"}
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load = os.getloadavg()[0]
     started = time.perf_counter()
+    offset = sum(seg["wall"] for seg in before)
     last_note = started
+
+    def segment(now: float, done: bool) -> dict[str, Any]:
+        return {"wall": now, "cpu": cpu, "tally": tally.state(), "rss_peak_kb": peak,
+                "rss": [(round(offset + t, 1), kb) for t, kb in rss[::RSS_EVERY_S]],
+                "load_start": round(load, 2), "load_end": round(os.getloadavg()[0], 2),
+                "done": done, "returncode": proc.returncode}
+
     with log_path.open("w") as out, log_path.open() as reader:
         proc = subprocess.Popen(
             [sys.executable, "-m", "golem", "run", "--config", str(config),
-             "--stop-after", f"{days * 86400:g}s"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+             "--stop-at", f"{days * 86400:g}s"],
+            stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env,
+            preexec_fn=_die_with_parent)  # noqa: PLW1509 - prctl only, no locks taken
         pending = ""
         while True:
             done = proc.poll() is not None
@@ -156,28 +241,43 @@ def run_golem(config: Path, days: float, log_path: Path) -> dict[str, Any]:
                 break
             kb = _rss_kb(proc.pid, "VmRSS")
             peak = max(peak, _rss_kb(proc.pid, "VmHWM") or 0)
+            cpu = _cpu_s(proc.pid) or cpu
             if kb is not None:
                 rss.append((now, kb))
             if time.perf_counter() - last_note >= 30:
                 last_note = time.perf_counter()
-                print(f"[{now:7.0f} s] golem time {tally.golem_time or '-'}, "
+                save_segments(directory, [*before, segment(now, False)])
+                print(f"[{offset + now:7.0f} s] golem time {tally.golem_time or '-'}, "
                       f"{tally.episodes} episodes, rss {(kb or 0) / 1024:.0f} MB",
                       file=sys.stderr, flush=True)
             time.sleep(1.0)
         for raw in (pending + reader.read()).split("\n"):
             tally.line(raw, time.perf_counter() - started)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
+    segments = [*before, segment(time.perf_counter() - started, True)]
+    save_segments(directory, segments)
     if proc.returncode != 0:
         raise SystemExit(f"golem run exited {proc.returncode}; log: {log_path}")
-    second_half = [kb for t, kb in rss if t >= wall / 2] or [kb for _, kb in rss]
-    return {"wall": wall, "cpu": cpu, "tally": tally,
-            "rss_mb": {"peak": round(peak / 1024, 1),
+    return segments
+
+
+def life(segments: list[dict[str, Any]]) -> dict[str, Any]:
+    """The segments of one life as one run: wall and CPU summed, the tallies merged, the
+    peak RSS the largest, the steady RSS over the samples of the life's second half."""
+    wall = sum(seg["wall"] for seg in segments)
+    samples = [(t, kb) for seg in segments for t, kb in seg["rss"]]
+    second_half = [kb for t, kb in samples if t >= wall / 2] or [kb for _, kb in samples]
+    return {"wall": wall, "cpu": sum(seg["cpu"] for seg in segments),
+            "tally": LogTally.merged([seg["tally"] for seg in segments]),
+            "rss_mb": {"peak": round(max(seg["rss_peak_kb"] for seg in segments) / 1024, 1),
                        "steady_median": round(statistics.median(second_half) / 1024, 1)
                        if second_half else None,
                        "steady_max": round(max(second_half) / 1024, 1) if second_half
-                       else None, "samples": len(rss)}}
+                       else None, "samples": len(samples)},
+            "segments": [{"wall_s": round(seg["wall"], 1), "cpu_s": round(seg["cpu"], 1),
+                          "reached": seg["tally"]["golem_time"],
+                          "startup_s": seg["tally"]["first_tick_wall"],
+                          "load_1m": [seg["load_start"], seg["load_end"]],
+                          "finished": seg["done"]} for seg in segments]}
 
 
 def time_restart(config: Path, log_path: Path) -> float:
@@ -303,22 +403,36 @@ def main() -> None:
                     help="chain.market_activity (default: the default config's)")
     ap.add_argument("--keep", type=Path, default=None,
                     help="run in this (new) directory and keep it (default: a temp dir)")
+    ap.add_argument("--resume", type=Path, default=None, metavar="DIR",
+                    help="continue the life a killed run left in DIR (--keep of that run): "
+                         "the golem restarts from its data dir and the segments add up")
     args = ap.parse_args()
     configure_logging("warning", "json", sys.stderr)
     load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="golem-lifetime-") as tmp:
-        directory = args.keep or Path(tmp)
-        directory.mkdir(parents=True, exist_ok=True)
-        config = write_config(directory, args.market)
-        print(f"running the default golem for {args.days:g} golem days in {directory}...",
-              file=sys.stderr, flush=True)
-        run = run_golem(config, args.days, directory / "golem.log")
+        if args.resume is not None:
+            directory = args.resume
+            before = load_segments(directory)
+            if not before:
+                raise SystemExit(f"--resume: no {SEGMENTS_FILE} in {directory}")
+            config = directory / "bardo.toml"
+        else:
+            directory = args.keep or Path(tmp)
+            if args.keep is not None and (directory / SEGMENTS_FILE).exists():
+                raise SystemExit(f"{directory} holds a life already: --resume {directory}")
+            directory.mkdir(parents=True, exist_ok=True)
+            config = write_config(directory, args.market)
+            before = []
+        print(f"running the default golem to golem day {args.days:g} in {directory}"
+              f" ({len(before)} earlier segment(s))...", file=sys.stderr, flush=True)
+        run = life(run_golem(config, args.days, directory, before))
         print(f"done in {run['wall']:.0f} s; embedding a sample standalone...",
               file=sys.stderr, flush=True)
         calls = sample_ticks(config, args.sample_texts, seed=42)
         out = report(args.days, run, standalone_rate(config, calls),
                      load_config(config).clock.start.timestamp())
         out["market_activity"] = load_config(config).chain.market_activity
+        out["segments"] = run["segments"]
         if args.restart:
             print("timing a restart...", file=sys.stderr, flush=True)
             out["restart_s"] = time_restart(config, directory / "restart.log")
