@@ -225,7 +225,7 @@ def run_golem(config: Path, days: float, directory: Path,
     with log_path.open("w") as out, log_path.open() as reader:
         proc = subprocess.Popen(
             [sys.executable, "-m", "golem", "run", "--config", str(config),
-             "--stop-at", f"{days * 86400:g}s"],
+             "--stop-at", f"{round(days * 86400)}s"],
             stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env,
             preexec_fn=_die_with_parent)  # noqa: PLW1509 - prctl only, no locks taken
         pending = ""
