@@ -67,6 +67,10 @@ class FactChange:
 
 @dataclass
 class FactChanges:
+    """When each change happens (the parameters: see the module's docstring; ValueError
+    for values out of range) and which already did. Pure: the simulator asks `due` at
+    the start of every step, takes the actions, and reports each with `done`."""
+
     stale_oracle_at_s: float = 0.0
     stale_oracle_for_s: float = 0.0
     drain_at_s: float = 0.0

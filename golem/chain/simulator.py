@@ -152,6 +152,7 @@ class MarketSimulator:
                 "token0s": dict(sorted(self._token0s.items())),
                 "answer": self._answer, "answered_at": finite_or_none(self._answered_at),
                 "planted": None if self.planted is None else self.planted.state(),
+                # a market without changes has no key: its state is as it always was
                 **({} if self.changes is None else {"changes": self.changes.state()})}
 
     def restore_state(self, state: dict[str, Any]) -> None:
