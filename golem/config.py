@@ -182,6 +182,22 @@ class PlantedSection:
 
 
 @dataclass(frozen=True)
+class ChangesSection:
+    """Facts that change mid-life in the simulated market (golem.chain.changes), each off
+    (0) by default; times are golem seconds after the market's first step. The oracle
+    feed is silent from ``stale_oracle_at_s`` for ``stale_oracle_for_s``; at
+    ``drain_at_s`` the WETH/USDC V2 pool loses ``drain_share`` of its liquidity; HONEY
+    trades normally until ``honeypot_at_s``, when its sells start to revert. The lab's
+    market turns them on. Part of the chain a data dir replays."""
+
+    stale_oracle_at_s: float = field(default=0.0, metadata=_check(ge=0, le=1e9))
+    stale_oracle_for_s: float = field(default=0.0, metadata=_check(ge=0, le=1e9))
+    drain_at_s: float = field(default=0.0, metadata=_check(ge=0, le=1e9))
+    drain_share: float = field(default=0.8, metadata=_check(gt=0, lt=1))
+    honeypot_at_s: float = field(default=0.0, metadata=_check(ge=0, le=1e9))
+
+
+@dataclass(frozen=True)
 class ChainSection:
     """Where Gamma reads events: the in-process market, a node over RPC, or nowhere."""
 
@@ -202,6 +218,7 @@ class ChainSection:
     # a data dir keeps the activity it was built with.
     market_activity: Literal["busy", "pools"] = "busy"
     planted: PlantedSection = field(default_factory=PlantedSection)
+    changes: ChangesSection = field(default_factory=ChangesSection)
     rpc: RpcSection = field(default_factory=RpcSection)
 
 
@@ -555,6 +572,15 @@ def _check_chain(chain: ChainSection) -> None:
         raise ConfigError("chain.planted.continue_in: must differ from revert_in")
     if planted.enabled and planted.max_drop <= planted.drop:
         raise ConfigError("chain.planted.max_drop: must be above chain.planted.drop")
+    changes = chain.changes
+    if changes.stale_oracle_at_s > 0 and changes.stale_oracle_for_s <= 0:
+        raise ConfigError("chain.changes.stale_oracle_for_s: must be > 0 when "
+                          "chain.changes.stale_oracle_at_s is set (how long the oracle "
+                          "stays silent)")
+    if changes.stale_oracle_for_s > 0 and changes.stale_oracle_at_s <= 0:
+        raise ConfigError("chain.changes.stale_oracle_at_s: must be > 0 when "
+                          "chain.changes.stale_oracle_for_s is set (when the oracle goes "
+                          "silent; 0 is never)")
     rpc = chain.rpc
     if rpc.url:
         problem = config_checks.url_problem(rpc.url)

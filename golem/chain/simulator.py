@@ -14,6 +14,12 @@ to-regime, in REGIMES order). Calm mostly stays calm; trending and volatile
 persist for tens of steps; a crash is rare, short and decays into volatility.
 Every switch is ground truth `(golem_time, block_number, regime)`.
 
+Facts can change mid-life (golem.chain.changes, off by default): the oracle goes stale
+for a while, the WETH/USDC V2 pool loses most of its liquidity, HONEY turns from a normal
+token into a honeypot. The simulator sends the transactions that make each change (the
+decision when is `FactChanges`'s) and each change is ground truth too
+(`FactChanges.happened`).
+
 How busy the market is, is an `Activity`. `BUSY` (the code's default, and what the
 tests drive) sends the actors' trades on every step: ~2,400 watched events a golem
 hour. `POOLS` is closer to what a golem watching a handful of real pools sees: a step
@@ -35,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from golem.chain.changes import DRAINED, OPENED, RESUMED, STALE, TURNED, FactChange, FactChanges
 from golem.chain.compile import load_artifacts
 from golem.chain.evm import Evm, TxResult
 from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, WBTC_UNIT, Market
@@ -57,6 +64,7 @@ MAX_TX_PER_STEP = 20
 PRICE_BAND = 10.0  # the oracle stays within initial / 10 .. initial x 10
 ARB_THRESHOLD = 0.005
 HEALTHY = E18
+ZERO_ADDRESS = "0x" + "0" * 40
 
 
 @dataclass(frozen=True)
@@ -102,11 +110,12 @@ class StepReport:
 
 class MarketSimulator:
     """Drive `market` on `evm` from a seed; `regime` pins the starting regime; `planted`
-    (golem.chain.planted, off by default) adds a planted regularity to the oracle."""
+    (golem.chain.planted, off by default) adds a planted regularity to the oracle;
+    `changes` (golem.chain.changes, off by default) makes facts change mid-life."""
 
     def __init__(self, evm: Evm, market: Market, seed: int, *,
                  regime: str = "calm", planted: PlantedDrops | None = None,
-                 activity: Activity = BUSY) -> None:
+                 activity: Activity = BUSY, changes: FactChanges | None = None) -> None:
         if regime not in REGIMES:
             raise ValueError(f"unknown regime {regime!r}; expected one of {REGIMES}")
         self.evm, self.market = evm, market
@@ -123,6 +132,7 @@ class MarketSimulator:
         self._report: StepReport | None = None
         self._token0s: dict[str, str] = {}
         self.planted = planted
+        self.changes = changes if changes is not None and changes.any else None
 
     def force_regime(self, regime: str) -> None:
         """Switch to `regime` at the start of the next step (tests, scenarios)."""
@@ -141,7 +151,9 @@ class MarketSimulator:
                                  for s in self.ground_truth],
                 "token0s": dict(sorted(self._token0s.items())),
                 "answer": self._answer, "answered_at": finite_or_none(self._answered_at),
-                "planted": None if self.planted is None else self.planted.state()}
+                "planted": None if self.planted is None else self.planted.state(),
+                # a market without changes has no key: its state is as it always was
+                **({} if self.changes is None else {"changes": self.changes.state()})}
 
     def restore_state(self, state: dict[str, Any]) -> None:
         """Take back what `state` returned (KeyError, TypeError, ValueError if it is not)."""
@@ -157,6 +169,8 @@ class MarketSimulator:
             else float(state["answered_at"])
         if self.planted is not None:
             self.planted.restore_state(state["planted"])
+        if self.changes is not None:
+            self.changes.restore_state(state["changes"])
 
     # --- the step --------------------------------------------------------------
 
@@ -187,7 +201,10 @@ class MarketSimulator:
             switch = RegimeSwitch(golem_time, start_block, self.regime)
             self.ground_truth.append(switch)
             report.switches.append(switch)
-        if self._feed_due(golem_time):
+        if self.changes is not None:
+            self._change_facts(golem_time, start_block)
+        if self._feed_due(golem_time) and not (self.changes is not None
+                                               and self.changes.oracle_silent(golem_time)):
             self._send("oracle", self.market.oracle_eth_usd, "OracleFeed", "update",
                        int(self.price * ORACLE_UNIT), sender=self.market.owner)
             self._answer, self._answered_at = self.price, golem_time
@@ -357,9 +374,80 @@ class MarketSimulator:
         m = self.market
         buyer = self.rng.choice(m.noise_traders)
         held = self._call(m.honey.address, "Honeypot", "balanceOf", buyer)
+        if held > 0 and self.changes is not None and self.changes.honeypot_turns:
+            self._sell_honey(buyer, held // 2 + 1)
+            return
         if held > 0:
             self._send("honeypot_sell", m.honey.address, "Honeypot", "transfer",
                        m.pair_honey_weth, held // 2 + 1, sender=buyer)
             return
         self._swap_v2("honeypot_buy", m.pair_honey_weth, m.weth.address,
                       int(self.rng.uniform(0.05, 0.5) * E18), buyer)
+
+    def _sell_honey(self, seller: str, amount: int) -> None:
+        """Sell HONEY into its pool like any token (transfer in, then swap out); a seller
+        whose transfer reverted (HONEY turned) stops there."""
+        m = self.market
+        pair = m.pair_honey_weth
+        r0, r1, _ = self._call(pair, "PairV2", "getReserves")
+        zero_for_one = m.honey.address == self._token0(pair, "PairV2")
+        r_in, r_out = (r0, r1) if zero_for_one else (r1, r0)
+        out = amount * 997 * r_out // (r_in * 1000 + amount * 997)
+        if out <= 0:
+            return
+        sent = self._send("honeypot_sell", m.honey.address, "Honeypot", "transfer", pair,
+                          amount, sender=seller)
+        if sent.ok:
+            outs = (0, out) if zero_for_one else (out, 0)
+            self._send("honeypot_sell", pair, "PairV2", "swap", *outs, seller, sender=seller)
+
+    # --- facts that change mid-life (golem.chain.changes) -----------------------------
+
+    def _change_facts(self, golem_time: float, block: int) -> None:
+        changes = self.changes
+        assert changes is not None
+        m = self.market
+        for kind in changes.due(golem_time):
+            details: dict[str, Any]
+            if kind == OPENED:
+                self._send("change", m.honey.address, "Honeypot", "setPool", ZERO_ADDRESS,
+                           sender=m.owner)
+                changes.done(kind)
+                continue
+            if kind == STALE:
+                details = {"feed": m.oracle_eth_usd, "since": golem_time,
+                           "until": changes.at(changes.stale_oracle_at_s
+                                               + changes.stale_oracle_for_s),
+                           "last_answer": self._answer}
+            elif kind == RESUMED:
+                details = {"feed": m.oracle_eth_usd,
+                           "silent_s": golem_time - changes.at(changes.stale_oracle_at_s)}
+            elif kind == DRAINED:
+                details = self._drain(changes.drain_share)
+            else:
+                assert kind == TURNED
+                self._send("change", m.honey.address, "Honeypot", "setPool",
+                           m.pair_honey_weth, sender=m.owner)
+                details = {"token": m.honey.address, "pool": m.pair_honey_weth,
+                           "normal_since": changes.at(0.0)}
+            changes.done(kind, FactChange(golem_time, block, kind, details))
+
+    def _drain(self, share: float) -> dict[str, Any]:
+        """The owner burns its shares of the WETH/USDC V2 pool and adds back what keeps
+        the pool at ``1 - share`` of its reserves; what happened, for the ground truth."""
+        m = self.market
+        pair, owner = m.pair_weth_usdc, m.owner
+        before = self._call(pair, "PairV2", "getReserves")[:2]
+        if self._call(pair, "PairV2", "balanceOf", owner) > 0:
+            self._send("change", pair, "PairV2", "burn", owner, sender=owner)
+        left = self._call(pair, "PairV2", "getReserves")[:2]
+        back = [int(b * (1.0 - share)) - r for b, r in zip(before, left, strict=True)]
+        if min(back) > 0:
+            tokens = (self._token0(pair, "PairV2"), str(self._call(pair, "PairV2", "token1")))
+            for token, amount in zip(tokens, back, strict=True):
+                self._send("change", token, "ERC20", "transfer", pair, amount, sender=owner)
+            self._send("change", pair, "PairV2", "mint", owner, sender=owner)
+        after = self._call(pair, "PairV2", "getReserves")[:2]
+        return {"pool": pair, "share": 1.0 - after[0] / before[0],
+                "reserves_before": [int(x) for x in before],
+                "reserves_after": [int(x) for x in after]}

@@ -30,7 +30,8 @@ step: every journal row records the chain's head before it ran, and replay compa
 capture's committed window must be blocks of the replayed chain (a cursor past the
 replayed head means rows were cut off the journal's end); a snapshot needs the
 journal rows it stands for. The store also records the chain's rules (`EVM_RULES`,
-compaction interval); a data dir written under other rules (the py-evm chain of
+compaction interval, and the market's activity, planted regularity and fact changes
+when not the default); a data dir written under other rules (the py-evm chain of
 earlier versions) is refused with a ConfigError instead of being rebuilt into a
 different chain.
 
@@ -51,6 +52,7 @@ from typing import Any
 
 import structlog
 
+from golem.chain.changes import FactChange, FactChanges
 from golem.chain.compile import load_artifacts
 from golem.chain.cursor import CaptureStore, JournalStep, JournalTx
 from golem.chain.evm import ChainError, TxResult
@@ -108,13 +110,15 @@ class SimulatedSource:
     @classmethod
     def create(cls, seed: int, start_time: float, store: CaptureStore | None = None, *,
                compact_every: int = COMPACT_EVERY, activity: str = "busy",
-               planted: PlantedDrops | None = None) -> SimulatedSource:
+               planted: PlantedDrops | None = None,
+               changes: FactChanges | None = None) -> SimulatedSource:
         """Deploy the market; with a store, reuse its genesis and rebuild its chain (the
         newest usable snapshot and the journal after it, or the whole journal).
         `compact_every` (blocks between revm state rebuilds), `activity` (the market's,
-        a key of ACTIVITIES) and `planted` (a planted regularity, fresh: no step taken)
-        are part of the chain's determinism: a data dir must always be opened with the
-        same values (tests lower compact_every to reach a compaction in a few steps).
+        a key of ACTIVITIES), `planted` (a planted regularity, fresh: no step taken) and
+        `changes` (facts that change mid-life, fresh; none asked for counts as None) are
+        part of the chain's determinism: a data dir must always be opened with the same
+        values (tests lower compact_every to reach a compaction in a few steps).
         DataError when the journal does not replay; ConfigError when the data dir's
         chain has another seed or rules."""
         genesis = int(start_time) - 3600
@@ -123,6 +127,8 @@ class SimulatedSource:
             market_rules += f" activity={activity}"
         if planted is not None:
             market_rules += f" planted={planted.describe()}"
+        if changes is not None and changes.any:
+            market_rules += f" changes={changes.describe()}"
         rules = f"{EVM_RULES} compact_every={compact_every}{market_rules}"
         if store is not None:
             stored_seed = store.sim_meta("seed")
@@ -147,7 +153,7 @@ class SimulatedSource:
                         f"runs {rules} and would rebuild a different chain from its "
                         f"journal: use a new data_dir")
                 rules = built
-        market = (ACTIVITIES[activity], planted)
+        market = (ACTIVITIES[activity], planted, changes)
         source = cls.fresh(seed, genesis, compact_every, rules, store, market=market)
         if store is None:
             return source
@@ -165,15 +171,17 @@ class SimulatedSource:
     @classmethod
     def fresh(cls, seed: int, genesis: int, compact_every: int, rules: str,
               store: CaptureStore | None, *,
-              market: tuple[Activity, PlantedDrops | None] = (BUSY, None)) -> SimulatedSource:
+              market: tuple[Activity, PlantedDrops | None, FactChanges | None] = (
+                  BUSY, None, None)) -> SimulatedSource:
         """The market just deployed on a new chain (no journal read); ``market``: its
-        activity and planted regularity (copied: each chain gets its own)."""
+        activity, planted regularity and fact changes (copied: each chain gets its own)."""
         evm = RevmEvm(genesis_timestamp=genesis, seed=seed, compact_every=compact_every,
                       compact_when_asked=rules.startswith(EVM_RULES + " "))
         deployed = deploy_market(evm, seed)
-        activity, planted = market
+        activity, planted, changes = market
         simulator = MarketSimulator(evm, deployed, seed, activity=activity,
-                                    planted=copy.deepcopy(planted))
+                                    planted=copy.deepcopy(planted),
+                                    changes=copy.deepcopy(changes))
         return cls(evm, deployed, simulator, store, rules=rules)
 
     # --- snapshots and replay --------------------------------------------------------
@@ -334,6 +342,12 @@ class SimulatedSource:
     @property
     def ground_truth(self) -> list[RegimeSwitch]:
         return self.simulator.ground_truth
+
+    @property
+    def fact_changes(self) -> list[FactChange]:
+        """The facts that changed so far (golem.chain.changes), oldest first."""
+        changes = self.simulator.changes
+        return [] if changes is None else changes.happened
 
     def advance(self, golem_time: float, dt: float) -> StepReport:
         """Journal, then drive the market to ``golem_time``. `dt` counts only for the

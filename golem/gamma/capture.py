@@ -81,6 +81,7 @@ log = structlog.get_logger("golem.capture")
 CHAIN_DIR = "chain"
 BELIEFS_FILE = "beliefs.json"
 GROUND_TRUTH_FILE = "ground_truth.jsonl"
+FACT_CHANGES_FILE = "fact_changes.jsonl"  # golem.chain.changes: what changed mid-life
 MAX_REWINDS_PER_TICK = 4
 # On a simulated clock at max speed, Gamma commits every this many ticks (5 golem minutes):
 # one episode write, one cursor fsync and one beliefs file for the lot.
@@ -116,6 +117,7 @@ class GammaCapture:
     chain_id: int | None = field(init=False, default=None)
     halted: str | None = field(init=False, default=None)
     _truth_written: int = field(init=False, default=0)
+    _changes_written: int = field(init=False, default=0)
     _last_time: float | None = field(init=False, default=None)
     _retry_at: float = field(init=False, default=float("-inf"))
     _last_feed: str | None = field(init=False, default=None)
@@ -131,6 +133,7 @@ class GammaCapture:
         self.backoff = Backoff(self.chain.rpc.backoff_base_s, self.chain.rpc.backoff_max_s)
         self._rng = random.Random()  # noqa: S311 - jitter, not crypto
         self._truth_written = _count_lines(self.data_dir / CHAIN_DIR / GROUND_TRUTH_FILE)
+        self._changes_written = _count_lines(self.data_dir / CHAIN_DIR / FACT_CHANGES_FILE)
         save_names(self.data_dir, self.names)
         if self.market is not None:  # the chain is known: Theta may tick before Gamma polls
             self._restore_handoff(self.store.load_handoff(self.market.chain_id))
@@ -372,17 +375,23 @@ class GammaCapture:
         atomic_write(folder / BELIEFS_FILE, json.dumps(beliefs.to_dict()).encode())
 
     def _write_ground_truth(self) -> None:
-        """The market's regime switches, for comparing with what perception detected."""
+        """The market's regime switches, for comparing with what perception detected,
+        and the facts that changed mid-life (a sibling file, only once one did)."""
         assert self.market is not None
         truth = self.market.ground_truth
-        if len(truth) == self._truth_written:
-            return
         folder = self.data_dir / CHAIN_DIR
-        folder.mkdir(parents=True, exist_ok=True)
-        lines = [json.dumps({"golem_time": s.golem_time, "block_number": s.block_number,
-                             "regime": s.regime}) for s in truth]
-        atomic_write(folder / GROUND_TRUTH_FILE, ("\n".join(lines) + "\n").encode())
-        self._truth_written = len(truth)
+        if len(truth) != self._truth_written:
+            folder.mkdir(parents=True, exist_ok=True)
+            lines = [json.dumps({"golem_time": s.golem_time, "block_number": s.block_number,
+                                 "regime": s.regime}) for s in truth]
+            atomic_write(folder / GROUND_TRUTH_FILE, ("\n".join(lines) + "\n").encode())
+            self._truth_written = len(truth)
+        changes = self.market.fact_changes
+        if len(changes) != self._changes_written:
+            folder.mkdir(parents=True, exist_ok=True)
+            lines = [json.dumps(c.to_dict(), sort_keys=True) for c in changes]
+            atomic_write(folder / FACT_CHANGES_FILE, ("\n".join(lines) + "\n").encode())
+            self._changes_written = len(changes)
 
 
 def _ms_since(started: float) -> float:
@@ -445,6 +454,29 @@ def read_ground_truth(data_dir: Path) -> list[tuple[float, str]]:
         try:
             row = json.loads(line)
             out.append((float(row["golem_time"]), str(row["regime"])))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def read_fact_changes(data_dir: Path) -> list[tuple[float, str, dict[str, Any]]]:
+    """The simulated market's fact changes written so far (golem.chain.changes),
+    (golem time, kind, details), oldest first; empty for a market without changes, a
+    chain that is not simulated, or before the first change. A line that does not parse
+    is skipped."""
+    path = data_dir / CHAIN_DIR / FACT_CHANGES_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            row = json.loads(line)
+            details = row["details"]
+            if not isinstance(details, dict):
+                continue
+            out.append((float(row["golem_time"]), str(row["kind"]), details))
         except (ValueError, KeyError, TypeError):
             continue
     return out
