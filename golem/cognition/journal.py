@@ -280,6 +280,18 @@ class JournalReader:
                           "ORDER BY p.tick, p.id", ())
         return [(float(t), str(s), 1.0 - float(q), bool(h)) for t, s, q, h in rows]
 
+    def knowledge_ages(self) -> list[tuple[float, list[float | None]]]:
+        """(golem time, the observed_to of each attributed entry) of every decision that
+        leaned on learned knowledge, in tick order (None where a record has no time)."""
+        rows = self._rows("SELECT golem_time, json_extract(record, '$.knowledge.attribution') "
+                          "FROM decisions ORDER BY tick", ())
+        out = []
+        for at, raw in rows:
+            items = json.loads(raw) if raw else []
+            if items:
+                out.append((float(at), [_time_or_none(i.get("observed_to")) for i in items]))
+        return out
+
     def context_tokens(self) -> list[int]:
         """The assembled workspace's estimated tokens of every decision, in tick order
         (decisions without a workspace, such as a refused tick, are left out)."""
@@ -289,6 +301,11 @@ class JournalReader:
 
     def _rows(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return read_only_rows(self.path, "the decision journal", sql, args) or []
+
+
+def _time_or_none(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else None
 
 
 KNOWLEDGE_SHOWN = 5  # golem status: the knowledge behind this many newest decisions

@@ -102,13 +102,16 @@ def market_regime(prices: tuple[PricePoint, ...]) -> MarketRegime:
 def knowledge_record(decision: Decision | None,
                      entries: tuple[offline.Entry, ...]) -> dict[str, Any]:
     """What the journal keeps of the knowledge behind a decision: each attributed entry
-    with its share of the predicted mean and its short text, the outlook, and how many
-    malformed facts were skipped."""
+    with its share of the predicted mean, its short text and the golem time of the
+    newest episode it rests on (``observed_to``: how stale it may be), the outlook, and
+    how many malformed facts were skipped."""
     if decision is None:
         return {"attribution": [], "outlook": None, "skipped": 0}
     texts = {e.uri: e.text for e in entries}
+    seen = {e.uri: e.knowledge.observed_to for e in entries if e.knowledge is not None}
     return {"attribution": [{"uri": uri, "share": share,
-                             "text": one_line(texts.get(uri, ""), KNOWLEDGE_TEXT_CHARS)}
+                             "text": one_line(texts.get(uri, ""), KNOWLEDGE_TEXT_CHARS),
+                             "observed_to": seen.get(uri)}
                             for uri, share in decision.attribution],
             "outlook": list(decision.outlook) if decision.outlook else None,
             "skipped": decision.skipped_knowledge}
@@ -399,7 +402,7 @@ class ThetaCycle:
             if entry.status is not Status.ACTIVE or uri in have or entry.fact_kind is None:
                 continue
             out.append(offline.Entry(uri, entry.entry_type.value, entry.text, Knowledge(
-                entry.fact_kind.value, entry.fact, entry.confidence)))
+                entry.fact_kind.value, entry.fact, entry.confidence, entry.observed_to)))
         return tuple(sorted(out, key=lambda e: e.uri))
 
     def _feed(self) -> tuple[str | None, tuple[PricePoint, ...]]:

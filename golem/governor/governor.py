@@ -75,7 +75,8 @@ def hit_candidate(hit: Hit, vitality: float, escalated: bool = False) -> Candida
         curiosity=_unit(max(curiosity, 0.8 if escalated else 0.0)),
         affect=_unit(hit.score.emotional)), vitality)
     record = hit.record
-    knowledge = (Knowledge(record.fact_kind.value, record.fact, record.confidence)
+    knowledge = (Knowledge(record.fact_kind.value, record.fact, record.confidence,
+                           record.observed_to)
                  if isinstance(record, SemanticEntry) and record.fact_kind and record.fact
                  else None)
     return Candidate(id=hit.id, category=category, source=hit.uri, text=hit.text,

@@ -38,11 +38,13 @@ def one_line(text: str, max_chars: int = SUMMARY_MAX_CHARS) -> str:
 @dataclass(frozen=True)
 class Knowledge:
     """A consolidated fact's numbers, carried beside its text for a reasoner that reads
-    them (the offline tier): its kind (a FactKind value), the fact, its confidence."""
+    them (the offline tier): its kind (a FactKind value), the fact, its confidence, and
+    the golem time of the newest episode it rests on (None: not recorded)."""
 
     kind: str
     fact: Mapping[str, Any] = field(hash=False)
     confidence: float = 0.0
+    observed_to: float | None = None
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ The measures are fixed before any run (docs/lab/README.md says why each):
   life (lower is better);
 * secondary: the Brier score per golem-time bin (the curves), the direction hit rate,
   realised P&L (USD), context tokens per decision, memory size (episodes and entries on
-  disk, entries by status), decisions made, the run's wall time, and the predictions it
-  takes to adapt after a regime switch (``adaptation``).
+  disk, entries by status), decisions made, the run's wall time, the predictions it
+  takes to adapt after a regime switch (``adaptation``), and its uses of stale facts
+  (``stale_uses``).
 
 A record is plain JSON (``result.json`` beside the run's data dir), written once the run
 has reached the end of its life, so a report can be rebuilt without the data dirs.
@@ -15,6 +16,7 @@ has reached the end of its life, so a report can be rebuilt without the data dir
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import statistics
@@ -22,10 +24,15 @@ from typing import Any
 
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR, JournalReader
 from golem.config import Config
-from golem.gamma.capture import read_ground_truth
+from golem.gamma.capture import read_fact_changes, read_ground_truth
 from golem.status import collect_status
 
 BINS = 12  # points on a life's Brier curve
+# The market's changes that make the offline tier's forecasting knowledge (conditional
+# outcomes of the price feed) stale: the planted regularity's swap, and the feed going
+# silent or coming back. The drain and the honeypot turning bear on facts the offline
+# tier does not forecast with.
+FEED_CHANGES = ("oracle_stale", "oracle_resumed")
 
 
 def measure_run(config: Config, birth: float, life_s: float, wall_s: float) -> dict[str, Any]:
@@ -41,6 +48,11 @@ def measure_run(config: Config, birth: float, life_s: float, wall_s: float) -> d
     data = status.get("data") or {}
     sizes = data.get("entries", {})
     switches = read_ground_truth(config.data_dir)
+    planted = config.chain.planted
+    changes = [t for t, kind, _ in read_fact_changes(config.data_dir) if kind in FEED_CHANGES]
+    if planted.enabled and 0 < planted.swap_after_s < life_s:
+        changes.append(birth + planted.swap_after_s)
+    stale, leaned = stale_uses(journal.knowledge_ages(), changes)
     return {
         "adapt_predictions": adaptation([(t, b) for t, _, b, _ in scores],
                                         [t for t, _ in switches[1:]]),
@@ -55,6 +67,8 @@ def measure_run(config: Config, birth: float, life_s: float, wall_s: float) -> d
         "context_tokens": _mean([float(t) for t in tokens]),
         "memory_bytes": int(sizes.get("episodes", 0)) + int(sizes.get("grimoire.db", 0)),
         "entries": {str(k): int(v) for k, v in (delta.get("entries") or {}).items()},
+        "stale_fact_uses": stale,
+        "stale_fact_use_share": stale / leaned if leaned else None,
         "golem_time_s": life_s,
         "wall_s": round(wall_s, 3),
     }
@@ -78,6 +92,26 @@ def adaptation(scores: list[tuple[float, float]], switches: list[float]) -> floa
         good = next((i for i, b in enumerate(made) if b <= median), None)
         counts.append(float(len(made) if good is None else good + 1))
     return _mean(counts)
+
+
+def stale_uses(ages: list[tuple[float, list[float | None]]],
+               changes: list[float]) -> tuple[int, int]:
+    """(stale, leaned): of the decisions made after the first change that leaned on
+    learned knowledge, how many leaned on an entry whose newest episode came before the
+    latest change preceding the decision (learned before it and not seen since), and how
+    many leaned at all. ``ages``: (golem time, each attributed entry's observed_to) per
+    decision (JournalReader.knowledge_ages); an entry without a time is not judged."""
+    if not changes:
+        return 0, 0
+    bounds = sorted(changes)
+    stale = leaned = 0
+    for at, observed in ages:
+        i = bisect.bisect_right(bounds, at)
+        if i == 0:
+            continue
+        leaned += 1
+        stale += any(o is not None and o < bounds[i - 1] for o in observed)
+    return stale, leaned
 
 
 def brier_curve(points: list[tuple[float, float]], life_s: float,

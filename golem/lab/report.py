@@ -45,6 +45,7 @@ MEASURES: tuple[tuple[str, str, str, bool], ...] = (
     ("memory_bytes", "memory on disk", "bytes", True),
     ("wall_s", "wall time per life", "s", True),
     ("adapt_predictions", "predictions to adapt after a regime switch", "", True),
+    ("stale_fact_use_share", "share of knowledge-led decisions using stale facts", "", True),
 )
 
 

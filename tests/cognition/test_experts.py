@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from golem.cognition.experts import MIN_DISAGREEMENTS, WINDOW, Record, Scored, record
-from golem.cognition.journal import DecisionJournal
+from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR, DecisionJournal, JournalReader
 
 DIRECTION = st.sampled_from(("down", "flat", "up"))
 
@@ -69,3 +69,16 @@ def test_the_journal_keeps_both_forecasters_and_scores_them(tmp_path: Path) -> N
         assert len(journal.forecaster_record(10)) == 2
     finally:
         journal.close()
+
+
+def test_the_journal_keeps_how_old_the_knowledge_behind_a_decision_was(tmp_path: Path) -> None:
+    journal = DecisionJournal.open(tmp_path)
+    try:
+        for tick, items in enumerate([[{"uri": "a", "observed_to": 7.5}],
+                                      [], [{"uri": "b"}, {"uri": "c", "observed_to": 9}]], 1):
+            journal.record(tick, 100.0 + tick, provider="offline", status="ok", summary="s",
+                           record={"knowledge": {"attribution": items}}, predictions=[])
+    finally:
+        journal.close()
+    reader = JournalReader(tmp_path / JOURNAL_DIR / JOURNAL_DB)
+    assert reader.knowledge_ages() == [(101.0, [7.5]), (103.0, [None, 9.0])]

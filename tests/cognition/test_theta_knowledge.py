@@ -64,7 +64,8 @@ def outcome_entries(namespace: str, feed: str, now: float) -> list[SemanticEntry
                     created_at=now, confidence=0.8, importance=0.6,
                     reinforced_confidence=0.8, category=InsightCategory.STRATEGIC_PATTERNS,
                     fact_kind=FactKind.CONDITIONAL_OUTCOME, fact={**f, "key": key},
-                    episode_count=120, decay_class=DecayClass.TACTICAL))
+                    episode_count=120, decay_class=DecayClass.TACTICAL,
+                    observed_from=now - 7200, observed_to=now - 60))
     return out
 
 
@@ -132,6 +133,8 @@ def test_both_tiers_use_learned_outcomes_and_the_journal_and_status_say_which(
         assert attributed, provider  # learned entries moved the decisions of both tiers
         assert all(a["uri"] in uris and a["share"] > 0 for a in attributed)
         assert all(a["text"].startswith("After oracle feed") for a in attributed)
+        start = config.clock.start.timestamp()  # how old the knowledge was, for the lab
+        assert all(a["observed_to"] == start - 60 for a in attributed)
     offline = [k for k in by_provider["offline"] if k["attribution"]]
     assert all(k["outlook"][2] > 0.5 for k in offline)  # the learned outcomes lean up
     assert sum(k["skipped"] for ks in by_provider.values() for k in ks) > 0

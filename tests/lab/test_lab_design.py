@@ -12,7 +12,7 @@ from golem.errors import UsageError
 from golem.lab.arms import arm_names, load_arm, load_base, merged, run_config
 from golem.lab.design import Run, design, parse_seeds
 from golem.lab.effects import paired_effect
-from golem.lab.measures import adaptation
+from golem.lab.measures import adaptation, stale_uses
 from golem.lab.succession import market_seed
 
 from ..conftest import child_env, run_golem
@@ -117,3 +117,14 @@ def test_building_the_cli_does_not_load_the_lab_report_stack() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=child_env(), timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_stale_uses_count_knowledge_last_seen_before_the_latest_change() -> None:
+    ages = [(5.0, [1.0]),  # before any change: not judged
+            (12.0, [9.0]),  # after the change at 10, leaning on a fact last seen at 9
+            (13.0, [11.0, None]),  # seen since: fresh (None: no time, not judged)
+            (25.0, [15.0]),  # after the change at 20: stale again
+            (26.0, [None])]
+    assert stale_uses(ages, [20.0, 10.0]) == (2, 4)
+    assert stale_uses(ages, []) == (0, 0)
+    assert stale_uses([], [10.0]) == (0, 0)
