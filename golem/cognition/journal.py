@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from golem.cognition.experts import Scored
-from golem.cognition.predictions import observed_direction
+from golem.cognition.predictions import observed_direction, outlook_brier, stated_outlook
 from golem.errors import StateError
 from golem.runtime.state import connect_durable, durable_write, read_only_rows
 
@@ -274,11 +274,21 @@ class JournalReader:
 
     def prediction_scores(self) -> list[tuple[float, str, float, bool]]:
         """(golem time of the decision, subject, Brier score, direction hit) of every
-        scored prediction, in decision order. Brier = 1 - the stored quality."""
-        rows = self._rows("SELECT d.golem_time, p.subject, p.quality, p.hit FROM predictions p "
+        scored prediction, in decision order. The Brier score is the three-way one of
+        the decision's outlook (predictions.outlook_brier) against what the feed did;
+        a decision that recorded no outlook (a model's) is scored on the outlook its
+        prediction states (predictions.stated_outlook)."""
+        rows = self._rows("SELECT d.golem_time, p.subject, p.direction, p.confidence, "
+                          "p.baseline, p.actual, p.hit, "
+                          "json_extract(d.record, '$.knowledge.outlook') FROM predictions p "
                           "JOIN decisions d ON d.tick = p.tick WHERE p.quality IS NOT NULL "
                           "ORDER BY p.tick, p.id", ())
-        return [(float(t), str(s), 1.0 - float(q), bool(h)) for t, s, q, h in rows]
+        out = []
+        for at, subject, direction, confidence, baseline, actual, hit, raw in rows:
+            outlook = _outlook(raw) or stated_outlook(direction, float(confidence))
+            observed = observed_direction(float(actual) / float(baseline) - 1.0)
+            out.append((float(at), str(subject), outlook_brier(outlook, observed), bool(hit)))
+        return out
 
     def knowledge_ages(self) -> list[tuple[float, list[float | None]]]:
         """(golem time, the observed_to of each attributed entry) of every decision that
@@ -301,6 +311,18 @@ class JournalReader:
 
     def _rows(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return read_only_rows(self.path, "the decision journal", sql, args) or []
+
+
+def _outlook(raw: str | None) -> tuple[float, float, float] | None:
+    """A journalled outlook (JSON [down, flat, up]), None when absent or malformed."""
+    try:
+        values = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    if (isinstance(values, list) and len(values) == 3
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)):
+        return (float(values[0]), float(values[1]), float(values[2]))
+    return None
 
 
 def _time_or_none(value: object) -> float | None:

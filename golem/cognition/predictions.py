@@ -31,6 +31,28 @@ def observed_direction(move: float, flat_band: float = FLAT_BAND) -> str:
     return "up" if move > 0 else "down"
 
 
+CLASSES = ("down", "flat", "up")  # the order of a three-way outlook
+
+
+def stated_outlook(direction: str, confidence: float) -> tuple[float, float, float]:
+    """The outlook a bare prediction states: its confidence on its direction, the rest
+    split evenly over the other two classes (ValueError for an unknown direction)."""
+    if direction not in CLASSES:
+        raise ValueError(f"unknown direction {direction!r}")
+    rest = (1.0 - confidence) / 2
+    down, flat, up = (confidence if c == direction else rest for c in CLASSES)
+    return down, flat, up
+
+
+def outlook_brier(outlook: tuple[float, float, float], observed: str) -> float:
+    """The three-way Brier score of an outlook (down, flat, up) against the observed
+    class: the sum of squared differences, 0 (certain and right) to 2 (certain and
+    wrong). A proper scoring rule: only the true probabilities minimise its expectation,
+    so no choice of class or confidence can game it."""
+    return sum((p - (1.0 if c == observed else 0.0)) ** 2
+               for p, c in zip(outlook, CLASSES, strict=True))
+
+
 def signed(direction: str, magnitude: float) -> float:
     return {"up": magnitude, "down": -magnitude}.get(direction, 0.0)
 

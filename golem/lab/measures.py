@@ -2,8 +2,8 @@
 
 The measures are fixed before any run (docs/lab/README.md says why each):
 
-* primary: ``brier``, the mean Brier score of the golem's scored predictions over its
-  life (lower is better);
+* primary: ``brier``, the mean three-way Brier score of the outlooks of the golem's
+  scored predictions over its life (JournalReader.prediction_scores; lower is better);
 * secondary: the Brier score per golem-time bin (the curves), the direction hit rate,
   realised P&L (USD), context tokens per decision, memory size (episodes and entries on
   disk, entries by status), decisions made, the run's wall time, the predictions it

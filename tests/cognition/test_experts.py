@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from golem.cognition.experts import MIN_DISAGREEMENTS, WINDOW, Record, Scored, record
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR, DecisionJournal, JournalReader
+from golem.cognition.predictions import CLASSES, outlook_brier, stated_outlook
 
 DIRECTION = st.sampled_from(("down", "flat", "up"))
 
@@ -82,3 +83,22 @@ def test_the_journal_keeps_how_old_the_knowledge_behind_a_decision_was(tmp_path:
         journal.close()
     reader = JournalReader(tmp_path / JOURNAL_DIR / JOURNAL_DB)
     assert reader.knowledge_ages() == [(101.0, [7.5]), (103.0, [None, 9.0])]
+
+
+def test_the_three_way_brier_score_is_proper_and_bounded() -> None:
+    assert outlook_brier((0.0, 0.0, 1.0), "up") == 0.0
+    assert outlook_brier((0.0, 0.0, 1.0), "down") == 2.0
+    assert outlook_brier((0.2, 0.3, 0.5), "flat") == pytest.approx(0.04 + 0.49 + 0.25)
+    # the rare class named with a tiny confidence no longer scores well
+    assert outlook_brier(stated_outlook("flat", 0.02), "up") > 0.5  # chosen-class: 0.0004
+    assert stated_outlook("up", 0.6) == pytest.approx((0.2, 0.2, 0.6))
+    with pytest.raises(ValueError, match="direction"):
+        stated_outlook("sideways", 0.5)
+    # proper: against a true outlook, reporting it beats any other report on average
+    truth = (0.3, 0.1, 0.6)
+
+    def expected(report: tuple[float, float, float]) -> float:
+        return sum(p * outlook_brier(report, c) for p, c in zip(truth, CLASSES, strict=True))
+
+    assert all(expected(truth) < expected(other)
+               for other in [(0.0, 0.0, 1.0), (0.33, 0.34, 0.33), (0.4, 0.1, 0.5)])

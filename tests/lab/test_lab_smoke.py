@@ -21,10 +21,19 @@ pytestmark = pytest.mark.timeout(600)
 
 
 def journal_briers(data_dir: Path) -> list[float]:
+    """Each scored prediction's three-way Brier score, from the journal's raw rows: the
+    offline tier's outlook (down, flat, up) against the feed's move (flat within 0.2%)."""
     with sqlite3.connect(data_dir / "cognition" / "decisions.db") as conn:
-        rows = conn.execute("SELECT quality FROM predictions WHERE quality IS NOT NULL "
-                            "ORDER BY tick, id").fetchall()
-    return [1.0 - q for (q,) in rows]
+        rows = conn.execute("SELECT p.baseline, p.actual, d.record FROM predictions p JOIN "
+                            "decisions d ON d.tick = p.tick WHERE p.quality IS NOT NULL "
+                            "ORDER BY p.tick, p.id").fetchall()
+    out = []
+    for baseline, actual, record in rows:
+        outlook = json.loads(record)["knowledge"]["outlook"]
+        move = actual / baseline - 1
+        happened = [move <= -0.002, abs(move) < 0.002, move >= 0.002]
+        out.append(sum((p - h) ** 2 for p, h in zip(outlook, happened, strict=True)))
+    return out
 
 
 @pytest.fixture(scope="module")
