@@ -28,7 +28,7 @@ DIRECTIONS = ("up", "down", "flat")
 MAX_ANALYSIS_CHARS = 4000
 MAX_ITEMS = 20
 # Decision fields outside the schema
-OURS = ("attribution", "outlook", "skipped_knowledge", "forecasters")
+OURS = ("attribution", "outlook", "skipped_knowledge", "outlooks")
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
@@ -57,9 +57,9 @@ class Decision:
     outlook: tuple[float, float, float] | None = None
     # consolidated facts in view that were malformed and so ignored
     skipped_knowledge: int = 0
-    # the offline tier's two forecasters' directions, (knowledge, prior), whichever it
-    # followed (golem.cognition.experts); None for a model's decision
-    forecasters: tuple[str, str] | None = None
+    # the offline tier's two forecasters' outlooks (down, flat, up), (knowledge, prior),
+    # whatever weight it gave them (golem.cognition.experts); None for a model's decision
+    outlooks: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def parse_decision(text: str) -> Decision | Malformed:
 
 def decision_to_dict(decision: Decision) -> dict[str, Any]:
     """The decision in the model's schema (OURS: attribution, outlook, skipped knowledge
-    and forecasters are ours, never the model's)."""
+    and outlooks are ours, never the model's)."""
     data = asdict(decision)
     for ours in OURS:
         del data[ours]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from golem.cognition.experts import Scored
+from golem.cognition.experts import Outlook, Scored
 from golem.cognition.predictions import observed_direction, outlook_brier, stated_outlook
 from golem.errors import StateError
 from golem.runtime.state import connect_durable, durable_write, read_only_rows
@@ -57,7 +57,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
     learned INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS loops (name TEXT PRIMARY KEY, last_tick INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS forecasters (
+CREATE TABLE IF NOT EXISTS outlooks (
     tick INTEGER PRIMARY KEY,
     knowledge TEXT NOT NULL,
     prior TEXT NOT NULL
@@ -107,11 +107,11 @@ class DecisionJournal:
                summary: str, record: dict[str, Any],
                predictions: list[tuple[str, str, float, float, int, float]],
                outcome: Outcome | None = None,
-               forecasters: tuple[str, str] | None = None) -> None:
+               outlooks: tuple[Outlook, Outlook] | None = None) -> None:
         """One decision, its predictions (subject, direction, magnitude, confidence, due
         tick, baseline price), its Loop 1 outcome and the offline tier's two forecasters'
-        directions (knowledge, prior) in one transaction; a replayed tick replaces its
-        rows."""
+        outlooks (knowledge, prior; JSON [down, flat, up]) in one transaction; a replayed
+        tick replaces its rows."""
         with durable_write(self._conn, self.path) as conn:
             if outcome is not None:
                 conn.execute(
@@ -122,9 +122,10 @@ class DecisionJournal:
             conn.execute("INSERT OR REPLACE INTO decisions VALUES (?, ?, ?, ?, ?, ?)",
                          (tick, golem_time, provider, status, summary, json.dumps(record)))
             conn.execute("DELETE FROM predictions WHERE tick = ?", (tick,))
-            conn.execute("DELETE FROM forecasters WHERE tick = ?", (tick,))
-            if forecasters is not None:
-                conn.execute("INSERT INTO forecasters VALUES (?, ?, ?)", (tick, *forecasters))
+            conn.execute("DELETE FROM outlooks WHERE tick = ?", (tick,))
+            if outlooks is not None:
+                conn.execute("INSERT INTO outlooks VALUES (?, ?, ?)",
+                             (tick, json.dumps(outlooks[0]), json.dumps(outlooks[1])))
             conn.executemany(
                 "INSERT INTO predictions (tick, subject, direction, magnitude, confidence, "
                 "due_tick, baseline) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -159,16 +160,20 @@ class DecisionJournal:
                         frozenset(json.loads(r[4])), frozenset(json.loads(r[5])), r[6], r[7])
                 for r in rows]
 
-    def forecaster_record(self, limit: int) -> list[Scored]:
-        """The newest ``limit`` scored predictions where the offline tier's two
-        forecasters disagreed, oldest first (golem.cognition.experts)."""
+    def outlook_record(self, limit: int) -> list[Scored]:
+        """The newest ``limit`` scored offline predictions with both forecasters'
+        outlooks, oldest first (golem.cognition.experts); rows that do not parse are
+        skipped."""
         rows = self._read(
-            "SELECT f.knowledge, f.prior, p.actual, p.baseline FROM predictions p "
-            "JOIN forecasters f ON f.tick = p.tick WHERE p.quality IS NOT NULL "
-            "AND f.knowledge != f.prior AND p.baseline > 0 "
-            "ORDER BY p.due_tick DESC, p.id DESC LIMIT ?", (limit,))
-        return [Scored(k, p, observed_direction(actual / baseline - 1.0))
-                for k, p, actual, baseline in reversed(rows)]
+            "SELECT o.knowledge, o.prior, p.actual, p.baseline FROM predictions p "
+            "JOIN outlooks o ON o.tick = p.tick WHERE p.quality IS NOT NULL "
+            "AND p.baseline > 0 ORDER BY p.due_tick DESC, p.id DESC LIMIT ?", (limit,))
+        out = []
+        for knowledge, prior, actual, baseline in reversed(rows):
+            k, p = _outlook(knowledge), _outlook(prior)
+            if k is not None and p is not None:
+                out.append(Scored(k, p, observed_direction(actual / baseline - 1.0)))
+        return out
 
     def recent_hits(self, limit: int) -> list[bool]:
         """Direction hits of the newest `limit` scored predictions, oldest first (the

@@ -19,12 +19,13 @@ decision schema a model would:
   prediction is a three-way outlook (down, flat, up, flat being the scoring's
   ``FLAT_BAND``), not a confident "flat": when the tape's usual move over the horizon
   is wide, "flat" is the least likely class and up and down are even;
-- the knowledge is followed unless its recent record is worse than the prior's
-  (``golem.cognition.experts``: over the last scored predictions where the two
-  disagreed, Theta passes the record in ``Situation.record``); when it is not, the
-  prior decides the prediction and nothing learned moves it (so nothing is traded).
-  Both directions are recorded (``Decision.forecasters``) so the next records can
-  be kept;
+- the knowledge's forecast is mixed with the prior's by the weight that scored best
+  over the last scored predictions (``golem.cognition.experts``; Theta passes the
+  record in ``Situation.record``, none: the knowledge alone): the outlook is
+  w x knowledge + (1 - w) x prior, the expected move and each entry's share of it
+  are w times the knowledge's, and at w = 0 nothing learned moves the prediction (so
+  nothing is traded). Both outlooks are recorded (``Decision.outlooks``) so the
+  next records can be kept;
 - the prediction is the outlook's most likely class with its probability as the
   confidence; an exact tie between up and down (the symmetric prior) goes to the
   trailing move's sign (up without a move). The magnitude is the forecast's absolute
@@ -59,7 +60,7 @@ from dataclasses import dataclass, replace
 
 from golem.actions.proposal import ProposedAction
 from golem.cognition.decisions import Decision, Prediction
-from golem.cognition.experts import Record
+from golem.cognition.experts import Record, mix
 from golem.cognition.forecast import (
     DEFAULT_PRIOR_STDDEV,
     DIRECTIONS,
@@ -110,7 +111,7 @@ class Situation:
     max_notional_usd: float = 0.0  # the cage's per-action cap
     regime: str = ""  # the regime Theta reads from the tape
     horizon_s: float = HORIZON_S  # the predictions' horizon in seconds
-    record: Record | None = None  # the forecasters' recent record; None: follow knowledge
+    record: Record | None = None  # the forecasters' recent record; None: knowledge alone
 
 
 def decide(situation: Situation) -> Decision:
@@ -124,13 +125,14 @@ def decide(situation: Situation) -> Decision:
                              if _bears_on(e, situation, words)),
             missing_context=() if situation.prices else ("price feed history",))
     forecast, used, skipped = _forecast(situation, move)
-    direction = _direction(forecast.outlook, move)
     prior = combine((), _prior_stddev(situation))
-    forecasters = (direction, _direction(prior.outlook, move))
-    distrusted = (not forecast.from_prior and situation.record is not None
-                  and not situation.record.trust_knowledge)
-    if distrusted:
-        forecast, used, direction = prior, (), forecasters[1]
+    outlooks = (forecast.outlook, prior.outlook)
+    weight = situation.record.weight if situation.record is not None else 1.0
+    weighed = not forecast.from_prior and weight < 1.0
+    if weighed:
+        forecast = _weighed(forecast, prior, weight)
+        used = used if weight > 0 else ()
+    direction = _direction(forecast.outlook, move)
     sizing, why_size, size_entries, bad_procedural = _procedural(situation, direction, move)
     skipped += bad_procedural
     confidence = forecast.outlook[DIRECTIONS.index(direction)]
@@ -139,11 +141,16 @@ def decide(situation: Situation) -> Decision:
                             HORIZON_TICKS)
     down, flat, up = forecast.outlook
     minutes = situation.horizon_s / 60
-    if distrusted:
+    if weighed and weight == 0:
         assert situation.record is not None
-        source = (f"the learned outcomes are not followed ({situation.record.describe()}): "
+        source = (f"the learned outcomes are not used ({situation.record.describe()}): "
                   f"the no-change prior with the tape's spread ({forecast.stddev:.2%} over "
                   f"{minutes:g} min)")
+    elif weighed:
+        assert situation.record is not None
+        source = (f"from {len(used)} learned outcome(s) of such moves at a {weight:.0%} "
+                  f"share against the prior ({situation.record.describe()}): expect "
+                  f"{forecast.mean:+.2%}")
     elif forecast.from_prior:
         source = (f"nothing learned about such moves yet: the no-change prior with the "
                   f"tape's spread ({forecast.stddev:.2%} over {minutes:g} min)")
@@ -171,7 +178,7 @@ def decide(situation: Situation) -> Decision:
                     attribution=tuple((uri, round(share, 8))
                                       for uri, share in forecast.contributions),
                     outlook=(round(down, 6), round(flat, 6), round(up, 6)),
-                    skipped_knowledge=skipped, forecasters=forecasters)
+                    skipped_knowledge=skipped, outlooks=outlooks)
 
 
 def cited_attribution(situation: Situation, cited: frozenset[str] | set[str],
@@ -216,6 +223,18 @@ def _forecast(situation: Situation,
     forecast = combine(evidence, _prior_stddev(situation))
     kept = tuple(e for e, ev in zip(used, evidence, strict=True) if usable(ev))
     return forecast, kept, forecast.skipped
+
+
+def _weighed(knowledge: Forecast, prior: Forecast, weight: float) -> Forecast:
+    """The knowledge's forecast at ``weight`` against the prior's (module docstring): the
+    prior's mean is 0, so the mean and each entry's share scale by the weight; at weight
+    0 it is the prior's, with no evidence weight (so nothing is traded)."""
+    return replace(knowledge, mean=weight * knowledge.mean,
+                   p_up=weight * knowledge.p_up + (1.0 - weight) * prior.p_up,
+                   weight=weight * knowledge.weight,
+                   contributions=tuple((k, weight * v) for k, v in knowledge.contributions
+                                       if weight > 0),
+                   outlook=mix(knowledge.outlook, prior.outlook, weight))
 
 
 def _prior_stddev(situation: Situation) -> float:

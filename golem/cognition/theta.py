@@ -327,7 +327,7 @@ class ThetaCycle:
         await anyio.to_thread.run_sync(lambda: self.journal.record(
             ctx.tick, ctx.clock.now(), provider=think.provider, status=think.status,
             summary=summary, record=record, predictions=due, outcome=outcome,
-            forecasters=decision.forecasters if decision else None))
+            outlooks=decision.outlooks if decision else None))
         self._emit(ContextFeedbackLoop(1, ctx.tick, {
             "injected": sorted(outcome.injected), "referenced": sorted(outcome.referenced),
             "missing": sorted(outcome.missing), "cost_usd": think.cost_usd}))
@@ -358,7 +358,7 @@ class ThetaCycle:
                                       holdings, pool, self.cage.max_notional_usd,
                                       market_regime(prices).value, self.horizon_s)
         if tier is Tier.T0 or self.model is None:
-            scored = await anyio.to_thread.run_sync(self.journal.forecaster_record,
+            scored = await anyio.to_thread.run_sync(self.journal.outlook_record,
                                                     experts.WINDOW)
             situation = replace(situation, record=experts.record(scored))
             return Thought(offline.decide(situation), offline.PROVIDER, "", "ok")

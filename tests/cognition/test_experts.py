@@ -9,65 +9,78 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem.cognition.experts import MIN_DISAGREEMENTS, WINDOW, Record, Scored, record
+from golem.cognition.experts import (
+    MIN_SCORED,
+    WEIGHTS,
+    WINDOW,
+    Outlook,
+    Record,
+    Scored,
+    mix,
+    record,
+)
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR, DecisionJournal, JournalReader
 from golem.cognition.predictions import CLASSES, outlook_brier, stated_outlook
 
-DIRECTION = st.sampled_from(("down", "flat", "up"))
+UP: Outlook = (0.1, 0.1, 0.8)  # a confident knowledge outlook
+EVEN: Outlook = (0.45, 0.1, 0.45)  # the prior on a wide tape
+OUTLOOK = st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1)).map(
+    lambda t: tuple(x / (sum(t) or 1.0) for x in t))
 
 
-def test_agreements_do_not_count_and_the_window_keeps_the_newest() -> None:
-    agree = [Scored("up", "up", "down")] * 50
-    old_bad = [Scored("up", "down", "down")] * 30  # the knowledge was wrong long ago
-    new_good = [Scored("up", "down", "up")] * WINDOW
-    r = record([*old_bad, *agree, *new_good])
-    assert r == Record(WINDOW, 0, WINDOW) and r.trust_knowledge
-    assert not record([*new_good, *old_bad]).trust_knowledge
-
-
-def test_too_few_disagreements_or_a_tie_follow_the_knowledge() -> None:
-    few = [Scored("up", "down", "down")] * (MIN_DISAGREEMENTS - 1)
-    assert record(few).trust_knowledge
-    tie = [Scored("up", "down", "down"), Scored("up", "down", "up")] * MIN_DISAGREEMENTS
-    assert record(tie).trust_knowledge
-    assert "missed 6 and the prior 6" in record(tie).describe()
+def test_too_few_scored_predictions_use_the_knowledge_alone() -> None:
+    r = record([Scored(UP, EVEN, "down")] * (MIN_SCORED - 1))
+    assert r == Record(MIN_SCORED - 1, 1.0)
     with pytest.raises(ValueError, match="window"):
-        record(tie, window=0)
+        record([], window=0)
 
 
-@given(st.lists(st.tuples(DIRECTION, DIRECTION, DIRECTION), max_size=60))
-def test_the_followed_forecaster_never_missed_more_in_the_window(
-        rows: list[tuple[str, str, str]]) -> None:
+def test_knowledge_that_keeps_missing_loses_its_weight_and_regains_it() -> None:
+    wrong = [Scored(UP, EVEN, "down")] * WINDOW
+    assert record(wrong).weight == 0.0
+    right = [Scored(UP, EVEN, "up")] * WINDOW
+    assert record(right).weight == 1.0
+    assert record([*wrong, *right]).weight == 1.0  # only the newest window counts
+    mixed = ([Scored(UP, EVEN, "up")] * 5 + [Scored(UP, EVEN, "down")] * 3) * 8
+    r = record(mixed)
+    assert 0.0 < r.weight < 1.0  # right 5 times in 8: a share of it beats both ends
+    assert "a " in r.describe() and "prior alone" in r.describe()
+
+
+@given(st.lists(st.tuples(OUTLOOK, OUTLOOK, st.sampled_from(CLASSES)), max_size=80))
+def test_the_chosen_weight_scored_best_among_the_candidates(
+        rows: list[tuple[Outlook, Outlook, str]]) -> None:
     r = record([Scored(*row) for row in rows])
-    assert r.disagreements <= WINDOW
-    if r.disagreements >= MIN_DISAGREEMENTS:
-        followed, other = ((r.knowledge_misses, r.prior_misses) if r.trust_knowledge
-                           else (r.prior_misses, r.knowledge_misses))
-        assert followed <= other
+    if r.briers:
+        best = dict(r.briers)[r.weight]
+        assert all(best <= b + 1e-9 for _, b in r.briers)
+        assert [w for w, _ in r.briers] == list(WEIGHTS)
 
 
-def test_the_journal_keeps_both_forecasters_and_scores_them(tmp_path: Path) -> None:
+def test_mix_is_a_convex_combination() -> None:
+    assert mix(UP, EVEN, 1.0) == UP and mix(UP, EVEN, 0.0) == EVEN
+    assert mix(UP, EVEN, 0.5) == pytest.approx((0.275, 0.1, 0.625))
+
+
+def test_the_journal_keeps_both_outlooks_and_scores_them(tmp_path: Path) -> None:
     journal = DecisionJournal.open(tmp_path)
     try:
-        for tick, (knowledge, prior) in enumerate([("up", "down"), ("up", "up"),
-                                                   ("down", "up"), ("up", "down")], 1):
+        for tick in (1, 2, 3):
             journal.record(tick, float(tick), provider="offline", status="ok", summary="s",
-                           record={}, predictions=[("ETH/USD", knowledge, 0.01, 0.6,
+                           record={}, predictions=[("ETH/USD", "up", 0.01, 0.6,
                                                     tick + 5, 100.0)],
-                           forecasters=(knowledge, prior))
-        journal.record(5, 5.0, provider="anthropic", status="ok", summary="s", record={},
-                       predictions=[("ETH/USD", "up", 0.01, 0.6, 10, 100.0)])
+                           outlooks=(UP, EVEN))
+        journal.record(4, 4.0, provider="anthropic", status="ok", summary="s", record={},
+                       predictions=[("ETH/USD", "up", 0.01, 0.6, 9, 100.0)])
         journal.settle([(p.id, 90.0 if p.tick < 3 else 101.0, 0.5, False)
                         for p in journal.due(10)])
-        assert journal.forecaster_record(10) == [
-            Scored("up", "down", "down"),  # tick 1: fell 10%
-            Scored("down", "up", "up"),  # tick 3: rose 1% (tick 2 agreed, tick 5 a model's)
-            Scored("up", "down", "up")]
-        assert journal.forecaster_record(1) == [Scored("up", "down", "up")]
-        # a replayed tick replaces its forecasters too
+        assert journal.outlook_record(10) == [Scored(UP, EVEN, "down"),
+                                              Scored(UP, EVEN, "down"),
+                                              Scored(UP, EVEN, "up")]  # not the model's
+        assert journal.outlook_record(1) == [Scored(UP, EVEN, "up")]
         journal.record(1, 1.0, provider="offline", status="ok", summary="s", record={},
-                       predictions=[], forecasters=None)
-        assert len(journal.forecaster_record(10)) == 2
+                       predictions=[], outlooks=None)  # a replayed tick replaces its row
+        assert len(journal.outlook_record(10)) == 2
     finally:
         journal.close()
 

@@ -64,4 +64,4 @@ def test_the_offline_decision_round_trips_through_the_model_schema(values: list[
     data = decision_to_dict(decision)
     parsed = parse_decision(json.dumps(data))
     assert isinstance(parsed, Decision) and parsed == dataclasses.replace(
-        decision, attribution=(), outlook=None, skipped_knowledge=0, forecasters=None)
+        decision, attribution=(), outlook=None, skipped_knowledge=0, outlooks=None)

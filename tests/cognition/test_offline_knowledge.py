@@ -173,19 +173,29 @@ def test_its_record_in_this_situation_shrinks_a_losing_trade_and_nothing_else() 
     assert nonsense.skipped_knowledge == 1 and nonsense.actions == (full,)
 
 
-def test_knowledge_whose_record_is_worse_than_the_priors_is_not_followed() -> None:
+def test_knowledge_is_weighed_against_the_prior_by_its_recent_record() -> None:
     revert = outcome("grimoire://g/entry/revert", mean=0.012, p_up=0.9)
-    followed = decide(situation(revert))
-    assert followed.forecasters == ("up", "down")  # knowledge: reversion; prior: the move
-    worse = record([Scored("up", "down", "down")] * 7 + [Scored("up", "down", "up")] * 2)
-    assert not worse.trust_knowledge
+    alone = decide(situation(revert))
+    assert alone.outlooks is not None
+    knows, prior = alone.outlooks
+    assert knows == pytest.approx(alone.outlook, abs=1e-6) and knows[2] > 0.7
+    assert prior[0] == pytest.approx(prior[2])
+    worse = record([Scored(knows, prior, "down")] * 40)
+    assert worse.weight == 0.0
     d = decide(replace(situation(revert), record=worse))
-    assert d.forecasters == followed.forecasters  # both are recorded whichever is followed
+    assert d.outlooks == alone.outlooks  # both are recorded whatever the weight
     (p,) = d.predictions
     assert p.direction == "down" and p.confidence < 0.5  # the prior's
     assert d.attribution == () and d.actions[0].kind == "hold"
-    assert "not followed" in d.analysis and "missed 7" in d.analysis
+    assert "not used" in d.analysis
     bare = decide(situation())
     assert (d.predictions, d.outlook) == (bare.predictions, bare.outlook)
-    better = record([Scored("up", "down", "up")] * 7 + [Scored("up", "down", "down")] * 2)
-    assert decide(replace(situation(revert), record=better)) == followed
+    half = record(([Scored(knows, prior, "up")] * 13 + [Scored(knows, prior, "down")] * 7) * 2)
+    assert 0 < half.weight < 1
+    h = decide(replace(situation(revert), record=half))
+    assert h.outlook is not None and prior[2] < h.outlook[2] < knows[2]
+    assert h.attribution[0][1] == pytest.approx(half.weight * alone.attribution[0][1],
+                                                abs=1e-6)
+    assert "share against the prior" in h.analysis
+    better = record([Scored(knows, prior, "up")] * 40)
+    assert decide(replace(situation(revert), record=better)) == alone
