@@ -1,25 +1,31 @@
-"""How much the offline tier's forecast leans on its knowledge rather than its prior: the
-mixture that scored best lately (pure).
+"""How much the offline tier's forecast leans on its knowledge rather than its prior: as
+much as the knowledge has lately proven to earn (pure).
 
 The offline tier has two forecasters for every prediction: the knowledge (the learned
 conditional outcomes pooled with the prior, ``golem.cognition.forecast.combine``) and
 the prior alone (no change on average, the tape's spread). Knowledge goes stale, and it
 can be overconfident: a conditional outcome learned in one stretch of the market can be
-wrong for the next stretch that looks the same on the tape, and a golem that keeps
-following it misses prediction after prediction until the epistemic clock kills it,
-while the prior would have done no worse than chance. So Theta journals both outlooks
-of every offline prediction and, once they are scored, this module picks the weight of
-the knowledge in the forecast: for each weight w in WEIGHTS, the outlook w x knowledge
-+ (1 - w) x prior is scored (three-way Brier, ``predictions.outlook_brier``) over the
-last ``window`` scored predictions, and the best weight is used (ties to the larger
-weight). With fewer than ``min_scored`` of them the knowledge is used alone (w = 1:
-there is nothing to judge it by yet). The record is recent on purpose, so a golem whose
-knowledge becomes right again leans on it again; the search is "follow the best
-mixture lately", an online model selection over five candidates.
+wrong for the next stretch that looks the same on the tape. A golem that followed it
+regardless died of epistemic senescence at golem hour 5 of the default market (seed 42)
+where the prior alone lived; one that picked the mixture that scored best lately chased
+noise and lost to the prior in the lab (benchmarks/README.md).
+
+So Theta journals both outlooks of every offline prediction, and the knowledge works in
+the shadow until it has proven itself: once they are scored, for each weight w in
+WEIGHTS the outlook w x knowledge + (1 - w) x prior is scored (three-way Brier,
+``predictions.outlook_brier``) over the last ``window`` scored predictions, prediction
+by prediction against the prior alone. A weight qualifies when its mean improvement over
+the prior is more than Z standard errors of those paired differences; the qualifying
+weight with the lowest mean Brier is used, and none qualifying (or fewer than
+``min_scored`` scored predictions) means w = 0: the prior decides, and nothing learned
+is traded on. The record is recent on purpose: knowledge that goes stale loses its
+weight within a window, and knowledge that becomes right again earns it back.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,7 +34,8 @@ from golem.cognition.predictions import outlook_brier
 Outlook = tuple[float, float, float]  # probabilities of down, flat, up
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)  # the knowledge's share of the forecast
 WINDOW = 60  # the scored predictions compared
-MIN_SCORED = 20  # fewer: the knowledge alone
+MIN_SCORED = 20  # fewer: the prior alone
+Z = 2.0  # standard errors a weight's improvement over the prior must clear
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,7 @@ class Scored:
 @dataclass(frozen=True)
 class Record:
     """The knowledge's weight, and the mean Brier score of each candidate weight over
-    the ``scored`` predictions compared (empty when too few)."""
+    the ``scored`` predictions compared (empty when too few; weight 0 is the prior's)."""
 
     scored: int
     weight: float
@@ -51,10 +58,11 @@ class Record:
 
     def describe(self) -> str:
         by = dict(self.briers)
+        if not self.briers:
+            return f"only {self.scored} scored predictions to judge the learned outcomes by"
         return (f"over the last {self.scored} scored predictions the learned outcomes alone "
-                f"scored a Brier of {by.get(1.0, float('nan')):.3f}, the prior alone "
-                f"{by.get(0.0, float('nan')):.3f}, a {self.weight:.0%} share "
-                f"{by.get(self.weight, float('nan')):.3f}")
+                f"scored a Brier of {by[1.0]:.3f}, the prior alone {by[0.0]:.3f}, a "
+                f"{self.weight:.0%} share {by[self.weight]:.3f}")
 
 
 def mix(knowledge: Outlook, prior: Outlook, weight: float) -> Outlook:
@@ -72,8 +80,16 @@ def record(scored: Sequence[Scored], window: int = WINDOW,
         raise ValueError(f"window must be >= 1, got {window}")
     recent = list(scored)[-window:]
     if len(recent) < min_scored:
-        return Record(len(recent), 1.0)
-    briers = tuple((w, sum(outlook_brier(mix(s.knowledge, s.prior, w), s.observed)
-                           for s in recent) / len(recent)) for w in WEIGHTS)
-    best = min(briers, key=lambda wb: (round(wb[1], 12), -wb[0]))[0]
-    return Record(len(recent), best, briers)
+        return Record(len(recent), 0.0)
+    prior = [outlook_brier(s.prior, s.observed) for s in recent]
+    best, best_mean = 0.0, statistics.fmean(prior)
+    briers = [(0.0, best_mean)]
+    for w in WEIGHTS[1:]:
+        mine = [outlook_brier(mix(s.knowledge, s.prior, w), s.observed) for s in recent]
+        mean = statistics.fmean(mine)
+        briers.append((w, mean))
+        gain = [a - b for a, b in zip(mine, prior, strict=True)]
+        error = statistics.stdev(gain) / math.sqrt(len(gain))
+        if statistics.fmean(gain) + Z * error < 0 and mean < best_mean:
+            best, best_mean = w, mean
+    return Record(len(recent), best, tuple(briers))

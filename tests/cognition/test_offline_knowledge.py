@@ -190,7 +190,7 @@ def test_knowledge_is_weighed_against_the_prior_by_its_recent_record() -> None:
     assert "not used" in d.analysis
     bare = decide(situation())
     assert (d.predictions, d.outlook) == (bare.predictions, bare.outlook)
-    half = record(([Scored(knows, prior, "up")] * 13 + [Scored(knows, prior, "down")] * 7) * 2)
+    half = record(([Scored(knows, prior, "up")] * 3 + [Scored(knows, prior, "down")]) * 10)
     assert 0 < half.weight < 1
     h = decide(replace(situation(revert), record=half))
     assert h.outlook is not None and prior[2] < h.outlook[2] < knows[2]

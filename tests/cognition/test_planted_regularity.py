@@ -17,7 +17,7 @@ which facts enter the workspace; here all of them do) and the daemon's loops.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -26,7 +26,7 @@ from golem.chain.market import deploy_market
 from golem.chain.planted import PlantedDrops
 from golem.chain.revm import RevmEvm
 from golem.chain.simulator import MarketSimulator
-from golem.cognition import offline
+from golem.cognition import experts, offline
 from golem.cognition.forecast import brier3
 from golem.cognition.predictions import observed_direction
 from golem.consolidation.extract import merge_fact
@@ -84,6 +84,8 @@ class Run:
     facts: dict[str, tuple[dict[str, object], float]]
     # (day, tape regime, move bucket, learned Brier, wiped Brier) per scored forecast
     cases: list[tuple[int, str, str, float, float]] = field(default_factory=list)
+    # the golem as Theta runs it: the knowledge weighed by its own record (experts)
+    weighed: list[list[float]] = field(default_factory=list)
 
 
 def run_market(days: int = DAYS) -> Run:
@@ -98,7 +100,9 @@ def run_market(days: int = DAYS) -> Run:
     cursor: float | None = None
     pending: list[tuple[int, float, tuple[float, float, float], tuple[float, float, float],
                         int, str, str]] = []
-    run = Run([[] for _ in range(days)], [[] for _ in range(days)], [0] * days, 0, {})
+    run = Run([[] for _ in range(days)], [[] for _ in range(days)], [0] * days, 0, {},
+              weighed=[[] for _ in range(days)])
+    scored: list[experts.Scored] = []
     prices: list[float] = []
     next_block = evm.head().number + 1
     steps = int(days * DAY / STEP_S)
@@ -136,18 +140,21 @@ def run_market(days: int = DAYS) -> Run:
         learned = offline.decide(situation)
         wiped = offline.decide(offline.Situation(feed, tape, (), regime=tape_regime(tape),
                                                  horizon_s=HORIZON_S))
+        weighed = offline.decide(replace(situation, record=experts.record(scored)))
         day = int((t - T0) // DAY)
         run.attributed[day] += bool(learned.attribution)
         run.wiped_attributed += bool(wiped.attribution)
-        if learned.outlook is None or wiped.outlook is None:  # one answer: no move yet
-            continue
-        pending.append((i, prices[-1], learned.outlook, wiped.outlook, day,
+        if learned.outlook is None or wiped.outlook is None or weighed.outlook is None:
+            continue  # one answer: no move yet
+        pending.append((i, prices[-1], learned.outlook, wiped.outlook, weighed.outlook, day,
                         situation.regime, move_bucket(tape[-1].price / tape[0].price - 1)))
         while pending and pending[0][0] + HORIZON_STEPS <= i:
-            _, base, lo, wo, d, regime, bucket = pending.pop(0)
+            _, base, lo, wo, mo, d, regime, bucket = pending.pop(0)
             seen = observed_direction(prices[-1] / base - 1.0)
             run.learned[d].append(brier3(lo, seen))
             run.wiped[d].append(brier3(wo, seen))
+            run.weighed[d].append(brier3(mo, seen))
+            scored.append(experts.Scored(lo, wo, seen))
             run.cases.append((d, regime, bucket, run.learned[d][-1], run.wiped[d][-1]))
     run.facts = memory.facts
     return run
@@ -158,6 +165,7 @@ def market_run() -> Run:
     run = run_market()
     print("brier per day, learned:", [round(statistics.fmean(d), 4) for d in run.learned],
           "wiped:", [round(statistics.fmean(d), 4) for d in run.wiped],
+          "weighed:", [round(statistics.fmean(d), 4) for d in run.weighed],
           "attributed:", run.attributed)
     return run
 
@@ -181,3 +189,12 @@ def test_with_its_memory_wiped_it_is_back_at_the_prior(market_run: Run) -> None:
     learned, wiped = (statistics.fmean(days[-1]) for days in (market_run.learned,
                                                               market_run.wiped))
     assert learned < wiped
+
+
+def test_weighed_by_its_own_record_it_keeps_most_of_what_it_learned(market_run: Run) -> None:
+    """Theta's rule (golem.cognition.experts): the knowledge earns its weight from its
+    record against the prior. On this market, where the knowledge is right, the weighed
+    golem ends better than the prior, though below the knowledge used unchecked."""
+    weighed, wiped = (statistics.fmean(days[-1]) for days in (market_run.weighed,
+                                                              market_run.wiped))
+    assert weighed < wiped
