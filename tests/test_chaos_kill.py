@@ -102,6 +102,9 @@ def test_twenty_sigkills_leave_a_whole_golem(tmp_path: Path) -> None:
     config = load_config(path)
     start = config.clock.start.timestamp()
     rng = random.Random(SEED)
+    # the kills while the loops tick land at golem moments, not after wall-clock sleeps:
+    # how fast a golem runs must not decide whether twenty fit in its first 1.5 hours
+    moments = sorted(rng.uniform(0.02, 0.7) * RUN_S for _ in range(KILLS))
     kills = 0
     while kills < KILLS and golem_time(config.data_dir) - start < RUN_S * 0.75:
         runs = meta(config.data_dir, "runs")
@@ -111,7 +114,10 @@ def test_twenty_sigkills_leave_a_whole_golem(tmp_path: Path) -> None:
             time.sleep(rng.uniform(0.3, 3.0))
         else:  # the others while the loops tick: capture, Theta, Delta mid-write
             wait_for_loops(golem, config.data_dir, runs)
-            time.sleep(rng.uniform(0.2, 6.0))
+            time.sleep(rng.uniform(0.0, 0.5))
+            while (golem_time(config.data_dir) < start + moments[kills]
+                   and golem.poll() is None):
+                time.sleep(0.01)
         if golem.poll() is not None:
             pytest.fail(f"the golem exited by itself ({golem.returncode}): "
                         f"{golem.communicate()[1][-2000:]}")

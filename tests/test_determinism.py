@@ -128,21 +128,28 @@ def test_two_runs_and_a_run_stopped_three_times_are_one_life(tmp_path: Path) -> 
     same_life(config, stops)
 
 
-def spawn(path: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(golem_cmd("run", "--config", str(path)), env=child_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def spawn(path: Path, stop_at: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(golem_cmd("run", "--config", str(path), "--stop-at", stop_at),
+                            env=child_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def interrupted(path: Path, config: Config, sig: signal.Signals, times: int,
-                end: str) -> None:
-    """`times` signals at random moments while the loops tick, then a run to `end`."""
+                end_s: int) -> None:
+    """`times` signals at random golem moments (increasing, in the first three quarters
+    of the life, drawn from SEED) while the loops tick, each run bound for ``end_s``
+    golem seconds, then a run to the end. The moments are golem times, not wall times:
+    how fast a golem runs must not decide whether a signal lands before its end."""
     rng = random.Random(SEED)
-    for _ in range(times):
+    start = config.clock.start.timestamp()
+    moments = sorted(rng.uniform(0.05, 0.75) * end_s for _ in range(times))
+    for moment in moments:
         runs = meta(config.data_dir, "runs")
-        golem = spawn(path)
+        golem = spawn(path, f"{end_s}s")
         try:
             wait_for_loops(golem, config.data_dir, runs)
-            time.sleep(rng.uniform(0.5, 4.0))
+            while golem_time(config.data_dir) < start + moment and golem.poll() is None:
+                time.sleep(0.01)
             if golem.poll() is not None:
                 pytest.fail(f"the golem exited by itself ({golem.returncode}): "
                             f"{golem.communicate()[1][-2000:]}")
@@ -154,7 +161,7 @@ def interrupted(path: Path, config: Config, sig: signal.Signals, times: int,
                 golem.communicate(timeout=60)
         if sig == signal.SIGTERM:
             assert golem.returncode == 0, err[-2000:]
-    run_to(path, end)
+    run_to(path, f"{end_s}s")
 
 
 @pytest.mark.slow
@@ -166,12 +173,12 @@ def test_sigterms_and_sigkills_at_random_moments(tmp_path: Path) -> None:
     path, config = golem_config(tmp_path, "alone")
     run_to(path, "20m")
     term_path, term = golem_config(tmp_path, "term")
-    interrupted(term_path, term, signal.SIGTERM, 4, "20m")
+    interrupted(term_path, term, signal.SIGTERM, 4, 1200)
     assert meta(term.data_dir, "runs") == 5
     assert golem_time(term.data_dir) == config.clock.start.timestamp() + 1200
     same_life(config, term)
     kill_path, kill = golem_config(tmp_path, "kill")
-    interrupted(kill_path, kill, signal.SIGKILL, 4, "20m")
+    interrupted(kill_path, kill, signal.SIGKILL, 4, 1200)
     assert sorted(stored_episode_ids(kill)) == sorted(stored_episode_ids(config))
     times = journal_times(kill)
     assert len(times) == len(set(times)) and times == journal_times(config)
