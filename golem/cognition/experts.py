@@ -5,10 +5,10 @@ The offline tier has two forecasters for every prediction: the knowledge (the le
 conditional outcomes pooled with the prior, ``golem.cognition.forecast.combine``) and
 the prior alone (no change on average, the tape's spread). Knowledge goes stale, and it
 can be overconfident: a conditional outcome learned in one stretch of the market can be
-wrong for the next stretch that looks the same on the tape. A golem that followed it
-regardless died of epistemic senescence at golem hour 5 of the default market (seed 42)
-where the prior alone lived; one that picked the mixture that scored best lately chased
-noise and lost to the prior in the lab (benchmarks/README.md).
+wrong for the next stretch that looks the same on the tape, and a golem that follows it
+regardless can miss prediction after prediction until its epistemic clock kills it.
+Picking whichever mixture scored best lately is no cure: on a few dozen noisy scores it
+chases noise (benchmarks/README.md has the measurements).
 
 So Theta journals both outlooks of every offline prediction, and the knowledge works in
 the shadow until it has proven itself: once they are scored, for each weight w in
