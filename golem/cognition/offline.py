@@ -19,9 +19,10 @@ decision schema a model would:
   prediction is a three-way outlook (down, flat, up, flat being the scoring's
   ``FLAT_BAND``), not a confident "flat": when the tape's usual move over the horizon
   is wide, "flat" is the least likely class and up and down are even;
-- the knowledge's forecast is mixed with the prior's by the weight that scored best
-  over the last scored predictions (``golem.cognition.experts``; Theta passes the
-  record in ``Situation.record``, none: the knowledge alone): the outlook is
+- the knowledge's forecast is mixed with the prior's by the weight it has earned over
+  the last scored predictions (``golem.cognition.experts``: 0 until a mixture has
+  beaten the prior clearly; Theta passes the record in ``Situation.record``, none: the
+  knowledge alone, as a test or an experiment may ask): the outlook is
   w x knowledge + (1 - w) x prior, the expected move and each entry's share of it
   are w times the knowledge's, and at w = 0 nothing learned moves the prediction (so
   nothing is traded). Both outlooks are recorded (``Decision.outlooks``) so the
