@@ -17,14 +17,12 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from golem.config import ChangesSection, Config, PlantedSection
+from golem.config import Config
 from golem.runtime.daemon import SetupContext
 from golem.runtime.handlers import HandlerRegistry, TickHandler
 
 if TYPE_CHECKING:
     from golem.actions.execution import Executor
-    from golem.chain.changes import FactChanges
-    from golem.chain.planted import PlantedDrops
     from golem.cognition.model import ModelCognition
     from golem.gamma.capture import GammaCapture
     from golem.grimoire.grimoire import Grimoire
@@ -151,6 +149,7 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
     from golem.chain.cursor import CaptureStore  # noqa: PLC0415
     from golem.chain.market import load_market  # noqa: PLC0415
     from golem.chain.names import Names, market_names  # noqa: PLC0415
+    from golem.chain.options import market_options  # noqa: PLC0415
     from golem.chain.rpc import open_reader  # noqa: PLC0415
     from golem.chain.source import SimulatedSource  # noqa: PLC0415
     from golem.chain.watch import WatchList  # noqa: PLC0415
@@ -161,9 +160,7 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
     stack.callback(store.close)
     if chain.mode == "simulated":
         source = await anyio.to_thread.run_sync(
-            partial(SimulatedSource.create, activity=chain.market_activity,
-                    planted=planted_drops(chain.planted),
-                    changes=fact_changes(chain.changes)),
+            partial(SimulatedSource.create, **market_options(chain)),
             ctx.config.golem.seed, ctx.clock.now(), store)
         capture = GammaCapture(grimoire, source.reader, source.watch, store,
                                ctx.config.data_dir, chain, ctx.events, market=source,
@@ -232,27 +229,3 @@ async def _setup_theta(ctx: SetupContext, stack: AsyncExitStack, grimoire: Grimo
     stack.callback(theta.save_state)  # after the loops stopped, before the journal closes
     ctx.registry.register("theta", theta)
     return executor
-
-
-def planted_drops(section: PlantedSection) -> PlantedDrops | None:
-    """The simulated market's planted regularity from ``[chain.planted]``; None when off."""
-    from golem.chain.planted import PlantedDrops  # noqa: PLC0415
-
-    if not section.enabled:
-        return None
-    return PlantedDrops(drop=section.drop, max_drop=section.max_drop,
-                        lookback_s=section.lookback_s, horizon_s=section.horizon_s,
-                        pull=section.pull, revert_in=section.revert_in,
-                        continue_in=section.continue_in, swap_after_s=section.swap_after_s)
-
-
-def fact_changes(section: ChangesSection) -> FactChanges | None:
-    """The simulated market's mid-life fact changes from ``[chain.changes]``; None when
-    none is asked for (the market as it always was)."""
-    from golem.chain.changes import FactChanges  # noqa: PLC0415
-
-    changes = FactChanges(stale_oracle_at_s=section.stale_oracle_at_s,
-                          stale_oracle_for_s=section.stale_oracle_for_s,
-                          drain_at_s=section.drain_at_s, drain_share=section.drain_share,
-                          honeypot_at_s=section.honeypot_at_s)
-    return changes if changes.any else None

@@ -84,6 +84,7 @@ async def open_settle(config: Config, stack: AsyncExitStack, grimoire: Grimoire,
     watched: tuple[str, ...] = tuple(config.chain.rpc.addresses)
     if config.chain.mode == "simulated":
         from golem.chain.cursor import CaptureStore  # noqa: PLC0415
+        from golem.chain.options import market_options  # noqa: PLC0415
         from golem.chain.source import SimulatedSource  # noqa: PLC0415
 
         if not (config.data_dir / "chain").exists():
@@ -93,7 +94,7 @@ async def open_settle(config: Config, stack: AsyncExitStack, grimoire: Grimoire,
         if store.sim_meta("seed") is None:
             return None
         source = await anyio.to_thread.run_sync(
-            partial(SimulatedSource.create, activity=config.chain.market_activity),
+            partial(SimulatedSource.create, **market_options(config.chain)),
             config.golem.seed, config.clock.start.timestamp(), store)
         watched = tuple(source.watch.addresses)
     executor = await open_actions(config, stack, grimoire, build_cage(config, watched),

@@ -16,13 +16,13 @@ from golem.chain.changes import DRAINED, RESUMED, STALE, TURNED, FactChanges
 from golem.chain.cursor import CaptureStore
 from golem.chain.decoding import DecodedEvent, RawLog, decode
 from golem.chain.market import Market, deploy_market
+from golem.chain.options import fact_changes
 from golem.chain.revm import RevmEvm
 from golem.chain.simulator import MarketSimulator, StepReport
 from golem.chain.source import SimulatedSource
 from golem.config import parse_config
 from golem.errors import ConfigError
 from golem.gamma.capture import read_fact_changes
-from golem.wiring import fact_changes
 
 from .test_market_snapshots import commit_cursor, drive
 

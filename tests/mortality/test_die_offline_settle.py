@@ -78,3 +78,25 @@ def test_golem_die_without_a_daemon_settles_on_the_rebuilt_chain(tmp_path: Path)
     record = read_death(config.data_dir)
     assert record is not None and record.trigger == "operator" and record.settled
     assert holdings(config) == ["USDC"]
+
+
+def test_golem_die_opens_a_planted_market_with_its_own_rules(tmp_path: Path) -> None:
+    """A market with a planted regularity and mid-life changes (the lab's) is rebuilt at
+    death with the same rules it was built with; before, `golem die` opened it with the
+    default market's rules and the data dir was refused (exit 78)."""
+    path = tmp_path / "golem.toml"
+    path.write_text(config_text({
+        "golem": {"data_dir": "data", "seed": SEED},
+        "grimoire": {"model_dir": str(MODEL)},
+        "logging": {"format": "json", "level": "warning"},
+        "consolidation": {"enabled": False},
+        "chain": {"planted": {"enabled": True, "swap_after_s": 60.0},
+                  "changes": {"drain_at_s": 30.0}},
+    }))
+    config = load_config(path)
+    configure_logging("warning", "json", io.StringIO())
+    daemon = Daemon(config, HandlerRegistry(), stop_after=90, setup=setup)
+    assert anyio.run(daemon.run, backend_options={"use_uvloop": True}) == 0
+    assert run_cli(["die", "--config", str(path), "--reason", "end of a lab life"]) == 0
+    record = read_death(config.data_dir)
+    assert record is not None and record.settled
