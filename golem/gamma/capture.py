@@ -33,10 +33,10 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 import structlog
@@ -440,23 +440,15 @@ def _load_beliefs(path: Path) -> BeliefState:
         return BeliefState()
 
 
+T = TypeVar("T")
+
+
 def read_ground_truth(data_dir: Path) -> list[tuple[float, str]]:
     """The simulated market's regime switches written so far, (golem time, regime),
     oldest first; empty for a chain that is not simulated or before the first write.
     A line that does not parse is skipped."""
-    path = data_dir / CHAIN_DIR / GROUND_TRUTH_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    out = []
-    for line in text.splitlines():
-        try:
-            row = json.loads(line)
-            out.append((float(row["golem_time"]), str(row["regime"])))
-        except (ValueError, KeyError, TypeError):
-            continue
-    return out
+    return _jsonl(data_dir / CHAIN_DIR / GROUND_TRUTH_FILE,
+                  lambda row: (float(row["golem_time"]), str(row["regime"])))
 
 
 def read_fact_changes(data_dir: Path) -> list[tuple[float, str, dict[str, Any]]]:
@@ -464,7 +456,18 @@ def read_fact_changes(data_dir: Path) -> list[tuple[float, str, dict[str, Any]]]
     (golem time, kind, details), oldest first; empty for a market without changes, a
     chain that is not simulated, or before the first change. A line that does not parse
     is skipped."""
-    path = data_dir / CHAIN_DIR / FACT_CHANGES_FILE
+    def change(row: Any) -> tuple[float, str, dict[str, Any]]:
+        if not isinstance(row["details"], dict):
+            raise TypeError("details must be an object")
+        return float(row["golem_time"]), str(row["kind"]), row["details"]
+
+    return _jsonl(data_dir / CHAIN_DIR / FACT_CHANGES_FILE, change)
+
+
+def _jsonl(path: Path, parse: Callable[[Any], T]) -> list[T]:
+    """Each line of a JSON-lines file through ``parse``, in order; lines that are not JSON
+    or that ``parse`` refuses (ValueError, KeyError, TypeError) are skipped; no file:
+    empty."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -472,11 +475,7 @@ def read_fact_changes(data_dir: Path) -> list[tuple[float, str, dict[str, Any]]]
     out = []
     for line in text.splitlines():
         try:
-            row = json.loads(line)
-            details = row["details"]
-            if not isinstance(details, dict):
-                continue
-            out.append((float(row["golem_time"]), str(row["kind"]), details))
+            out.append(parse(json.loads(line)))
         except (ValueError, KeyError, TypeError):
             continue
     return out
