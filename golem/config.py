@@ -217,6 +217,11 @@ class ChainSection:
     # the actors' trades every step; "pools" on a few steps an hour. Part of the chain:
     # a data dir keeps the activity it was built with.
     market_activity: Literal["busy", "pools"] = "busy"
+    # How many times longer the simulated market stays in each regime than its Markov
+    # chain's own rows say (golem.chain.simulator.held_transitions): 1 is the market as
+    # it always was (a regime lasts 40 s to 3 golem minutes); the lab's market holds
+    # them 10 times longer. Part of the chain a data dir replays.
+    regime_hold: float = field(default=1.0, metadata=_check(ge=1, le=10_000))
     planted: PlantedSection = field(default_factory=PlantedSection)
     changes: ChangesSection = field(default_factory=ChangesSection)
     rpc: RpcSection = field(default_factory=RpcSection)

@@ -1,7 +1,8 @@
 """The simulated market's options, read from ``[chain]``: what SimulatedSource.create
-takes besides the seed and the start (its activity, planted regularity and mid-life fact
-changes). Every caller that opens a simulated chain opens it with these, since they are
-part of the chain's rules: a data dir opened with other values is refused."""
+takes besides the seed and the start (its activity, how long it holds a regime, its
+planted regularity and mid-life fact changes). Every caller that opens a simulated
+chain opens it with these, since they are part of the chain's rules: a data dir opened
+with other values is refused."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from golem.config import ChainSection, ChangesSection, PlantedSection
 
 
 def market_options(chain: ChainSection) -> dict[str, Any]:
-    """Keyword arguments for SimulatedSource.create: activity, planted, changes."""
-    return {"activity": chain.market_activity, "planted": planted_drops(chain.planted),
+    """Keyword arguments for SimulatedSource.create: activity, regime_hold, planted,
+    changes."""
+    return {"activity": chain.market_activity, "regime_hold": chain.regime_hold,
+            "planted": planted_drops(chain.planted),
             "changes": fact_changes(chain.changes)}
 
 

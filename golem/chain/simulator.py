@@ -89,6 +89,33 @@ POOLS = Activity("pools", {"calm": 0.04, "trending": 0.06, "volatile": 0.1, "cra
 ACTIVITIES = {a.name: a for a in (BUSY, POOLS)}
 
 
+def held_transitions(hold: float) -> dict[str, tuple[float, float, float, float]]:
+    """TRANSITIONS with every regime held ``hold`` times longer: each row becomes
+    (1 - 1/hold) x staying + row / hold, so the expected stay in each regime is ``hold``
+    times the row's, while the chance of each next regime given a switch and the share
+    of time spent in each regime (the chain's stationary distribution) are unchanged.
+    ``hold`` 1 is TRANSITIONS itself. ValueError for a hold below 1."""
+    if not hold >= 1.0:
+        raise ValueError(f"regime hold must be >= 1, got {hold}")
+    out = {}
+    for regime, row in TRANSITIONS.items():
+        a, b, c, d = ((1.0 - 1.0 / hold) * (to == regime) + p / hold
+                      for to, p in zip(REGIMES, row, strict=True))
+        out[regime] = (a, b, c, d)
+    return out
+
+
+@dataclass(frozen=True)
+class MarketRules:
+    """What the simulated market is, besides its seed: its activity, planted regularity,
+    mid-life fact changes and how long it holds a regime (``held_transitions``)."""
+
+    activity: Activity = BUSY
+    planted: PlantedDrops | None = None
+    changes: FactChanges | None = None
+    regime_hold: float = 1.0
+
+
 @dataclass(frozen=True)
 class RegimeSwitch:
     golem_time: float
@@ -111,11 +138,14 @@ class StepReport:
 class MarketSimulator:
     """Drive `market` on `evm` from a seed; `regime` pins the starting regime; `planted`
     (golem.chain.planted, off by default) adds a planted regularity to the oracle;
-    `changes` (golem.chain.changes, off by default) makes facts change mid-life."""
+    `changes` (golem.chain.changes, off by default) makes facts change mid-life;
+    `regime_hold` stretches every regime's stay (``held_transitions``; 1: as always).
+    ValueError for an unknown regime or a hold below 1."""
 
     def __init__(self, evm: Evm, market: Market, seed: int, *,
                  regime: str = "calm", planted: PlantedDrops | None = None,
-                 activity: Activity = BUSY, changes: FactChanges | None = None) -> None:
+                 activity: Activity = BUSY, changes: FactChanges | None = None,
+                 regime_hold: float = 1.0) -> None:
         if regime not in REGIMES:
             raise ValueError(f"unknown regime {regime!r}; expected one of {REGIMES}")
         self.evm, self.market = evm, market
@@ -125,6 +155,7 @@ class MarketSimulator:
         self.rng = random.Random(seed)  # noqa: S311 - simulation, not crypto
         self.abi = {name: a.abi for name, a in load_artifacts().items()}
         self.regime = regime
+        self.transitions = held_transitions(regime_hold)
         self.trend_sign = 1.0
         self.price = market.initial_eth_usd
         self.ground_truth: list[RegimeSwitch] = []
@@ -235,7 +266,7 @@ class MarketSimulator:
                 or golem_time - self._answered_at >= a.oracle_heartbeat_s)
 
     def _next_regime(self) -> str:
-        return self.rng.choices(REGIMES, TRANSITIONS[self.regime])[0]
+        return self.rng.choices(REGIMES, self.transitions[self.regime])[0]
 
     def _send(self, action: str, address: str, kind: str, fn: str, *args: Any,
               sender: str) -> TxResult:

@@ -62,8 +62,7 @@ from golem.chain.reader import InProcessReader
 from golem.chain.revm import COMPACT_EVERY, RevmEvm
 from golem.chain.simulator import (
     ACTIVITIES,
-    BUSY,
-    Activity,
+    MarketRules,
     MarketSimulator,
     RegimeSwitch,
     StepReport,
@@ -110,12 +109,14 @@ class SimulatedSource:
     @classmethod
     def create(cls, seed: int, start_time: float, store: CaptureStore | None = None, *,
                compact_every: int = COMPACT_EVERY, activity: str = "busy",
-               planted: PlantedDrops | None = None,
+               regime_hold: float = 1.0, planted: PlantedDrops | None = None,
                changes: FactChanges | None = None) -> SimulatedSource:
         """Deploy the market; with a store, reuse its genesis and rebuild its chain (the
         newest usable snapshot and the journal after it, or the whole journal).
         `compact_every` (blocks between revm state rebuilds), `activity` (the market's,
-        a key of ACTIVITIES), `planted` (a planted regularity, fresh: no step taken) and
+        a key of ACTIVITIES), `regime_hold` (how many times longer each regime lasts,
+        golem.chain.simulator.held_transitions), `planted` (a planted regularity, fresh:
+        no step taken) and
         `changes` (facts that change mid-life, fresh; none asked for counts as None) are
         part of the chain's determinism: a data dir must always be opened with the same
         values (tests lower compact_every to reach a compaction in a few steps).
@@ -125,6 +126,8 @@ class SimulatedSource:
         market_rules = ""
         if activity != "busy":  # data dirs of the busy market predate the option
             market_rules += f" activity={activity}"
+        if regime_hold != 1.0:  # data dirs of the unheld market predate the option
+            market_rules += f" regime_hold={regime_hold:g}"
         if planted is not None:
             market_rules += f" planted={planted.describe()}"
         if changes is not None and changes.any:
@@ -153,7 +156,7 @@ class SimulatedSource:
                         f"runs {rules} and would rebuild a different chain from its "
                         f"journal: use a new data_dir")
                 rules = built
-        market = (ACTIVITIES[activity], planted, changes)
+        market = MarketRules(ACTIVITIES[activity], planted, changes, regime_hold)
         source = cls.fresh(seed, genesis, compact_every, rules, store, market=market)
         if store is None:
             return source
@@ -171,17 +174,18 @@ class SimulatedSource:
     @classmethod
     def fresh(cls, seed: int, genesis: int, compact_every: int, rules: str,
               store: CaptureStore | None, *,
-              market: tuple[Activity, PlantedDrops | None, FactChanges | None] = (
-                  BUSY, None, None)) -> SimulatedSource:
+              market: MarketRules | None = None) -> SimulatedSource:
         """The market just deployed on a new chain (no journal read); ``market``: its
-        activity, planted regularity and fact changes (copied: each chain gets its own)."""
+        activity, planted regularity, fact changes (copied: each chain gets its own) and
+        regime hold (None: the busy market as it always was)."""
+        market = market or MarketRules()
         evm = RevmEvm(genesis_timestamp=genesis, seed=seed, compact_every=compact_every,
                       compact_when_asked=rules.startswith(EVM_RULES + " "))
         deployed = deploy_market(evm, seed)
-        activity, planted, changes = market
-        simulator = MarketSimulator(evm, deployed, seed, activity=activity,
-                                    planted=copy.deepcopy(planted),
-                                    changes=copy.deepcopy(changes))
+        simulator = MarketSimulator(evm, deployed, seed, activity=market.activity,
+                                    planted=copy.deepcopy(market.planted),
+                                    changes=copy.deepcopy(market.changes),
+                                    regime_hold=market.regime_hold)
         return cls(evm, deployed, simulator, store, rules=rules)
 
     # --- snapshots and replay --------------------------------------------------------
