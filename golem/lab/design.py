@@ -63,6 +63,16 @@ class Design:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def changed(self) -> tuple[str, ...]:
+        """What this design changes of its preset ("arms", "seeds", "life"), in that
+        order; empty for the preset as it is (or an unknown preset's name)."""
+        base = PRESETS.get(self.preset)
+        if base is None:
+            return ()
+        return tuple(name for name, mine, theirs in (
+            ("arms", self.arms, base.arms), ("seeds", self.seeds, base.seeds),
+            ("life", self.life_s, base.life_s)) if mine != theirs)
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Design:
         return cls(str(data["preset"]), tuple(data["arms"]), tuple(int(s) for s in

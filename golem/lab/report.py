@@ -288,7 +288,10 @@ def _intro(summary: dict[str, Any]) -> str:
     d = summary["design"]
     state = "complete" if summary["complete"] else (
         f"INCOMPLETE: {summary['runs_done']} of {summary['runs_total']} runs done")
-    return (f"Preset {d['preset']}: arms {', '.join(d['arms'])}; market seeds "
+    changed = Design.from_json(d).changed()
+    preset = f"Preset {d['preset']}" + (
+        f" with its {', '.join(changed)} changed on the command line" if changed else "")
+    return (f"{preset}: arms {', '.join(d['arms'])}; market seeds "
             f"{_seed_text(d['seeds'])}; a life of {d['life_s'] / 3600:g} golem hours; "
             f"{state}. golem {summary['version']}.")
 

@@ -36,6 +36,9 @@ def test_designs_pair_every_arm_with_every_seed_and_need_the_reference() -> None
     assert d.runs == [Run("full", 7), Run("no-memory", 7), Run("full", 8),
                       Run("no-memory", 8)]
     assert d.life_s == 60.0
+    assert d.changed() == ("seeds", "life")
+    assert design("full").changed() == ()
+    assert design("full", arms=("full", "no-memory")).changed() == ("arms",)
     for bad in ({"arms": ("no-memory",)}, {"arms": ("full", "full")}, {"life_s": 0.0}):
         with pytest.raises(UsageError):
             design("smoke", **bad)  # type: ignore[arg-type]
