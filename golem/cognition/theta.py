@@ -59,7 +59,7 @@ from golem.governor.feedback import FeedbackSample, run_loop2
 from golem.governor.governor import Assembly, ContextGovernor, LiveItem
 from golem.governor.policy_store import PolicyConflict, PolicyStore
 from golem.governor.workspace import CognitiveWorkspace, Knowledge, one_line
-from golem.grimoire.records import Status
+from golem.grimoire.records import SemanticEntry, Source, Status
 from golem.perception.market import (
     BUCKET_WORDS,
     PricePoint,
@@ -97,6 +97,21 @@ def market_regime(prices: tuple[PricePoint, ...]) -> MarketRegime:
     """The regime as the Governor sees it, from the feed's recent answers (pure:
     ``golem.perception.market.tape_regime``, which consolidation counts outcomes by)."""
     return MarketRegime(tape_regime(prices))
+
+
+def forecasts_with(entry: SemanticEntry) -> bool:
+    """Whether the offline tier forecasts with a fact found by key: an active one, or one
+    a parent's testament left that is still staged (tested against the golem's own
+    memory by InheritedReplay). An inherited fact carries the confidence its generation
+    allows (golem.grimoire.scoring.inherited_confidence), and the knowledge's forecast
+    counts only once it has beaten the prior (golem.cognition.experts); without it a
+    successor could not use its inheritance until the curator had promoted it, by which
+    time its own facts under the same keys hide it. Archived, pruned and quarantined facts,
+    and staged ones of its own, never count; nor does an entry that is not a fact."""
+    if entry.fact_kind is None:
+        return False
+    return entry.status is Status.ACTIVE or (
+        entry.status is Status.STAGED and entry.provenance.source is Source.SUCCESSOR)
 
 
 def knowledge_record(decision: Decision | None,
@@ -386,10 +401,11 @@ class ThetaCycle:
     async def _situation_facts(self, feed: str | None, prices: tuple[PricePoint, ...],
                                seen: tuple[offline.Entry, ...]) -> tuple[offline.Entry, ...]:
         """The situation's own facts by key (``situation_keys``: its feed's outcomes after
-        this kind of move, the golem's swap records), active ones the workspace does not
+        this kind of move, the golem's swap records), the ones the workspace does not
         already hold: recall ranks by meaning, and a fact about exactly this situation
-        may rank out of the workspace. For the offline tier only (the model sees the
-        workspace); not counted as injected context in Loop 1."""
+        may rank out of the workspace (``forecasts_with`` says which count). For the
+        offline tier only (the model sees the workspace); not counted as injected
+        context in Loop 1."""
         if not self.memory or not feed or len(prices) < 2 or prices[0].price <= 0:
             return ()
         bucket = move_bucket(prices[-1].price / prices[0].price - 1.0)
@@ -399,7 +415,7 @@ class ThetaCycle:
         out = []
         for entry in found.values():
             uri = f"grimoire://{entry.namespace}/{entry.entry_type.value}/{entry.id}"
-            if entry.status is not Status.ACTIVE or uri in have or entry.fact_kind is None:
+            if uri in have or not forecasts_with(entry) or entry.fact_kind is None:
                 continue
             out.append(offline.Entry(uri, entry.entry_type.value, entry.text, Knowledge(
                 entry.fact_kind.value, entry.fact, entry.confidence, entry.observed_to)))
