@@ -22,7 +22,10 @@ chain, offline cognition) on a fresh data dir and reports:
   ``captured_over_standalone`` is the run's captured events per wall second over that
   rate, ``daemon_embedder_over_standalone`` the daemon's embedder's texts/s over it;
 - ``restart_s``: a second start of the same data dir until its first Gamma tick (the
-  simulated chain is rebuilt from the data dir first), with ``--restart``;
+  simulated chain is rebuilt from the data dir first), with ``--restart``; null when
+  the golem died (a dead golem's data dir refuses to start);
+- ``died``: null, or the cause and golem time of a death before the end (a real outcome:
+  the default golem is mortal);
 - ``segments``: a life longer than one sitting runs in segments: ``--keep DIR`` saves
   the accounting to DIR/segments.json every 30 s, and after the benchmark (and with it
   the golem) is killed, ``--resume DIR`` restarts the golem from its data dir to the
@@ -54,7 +57,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +68,7 @@ from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import Episode
 from golem.logging import configure_logging
+from golem.mortality.death import read_death
 
 REPO = Path(__file__).resolve().parent.parent
 GAMMA_STAGES = ("market_ms", "poll_ms", "perceive_ms", "embed_ms", "store_ms", "commit_ms")
@@ -425,7 +429,12 @@ def main() -> None:
             before = []
         print(f"running the default golem to golem day {args.days:g} in {directory}"
               f" ({len(before)} earlier segment(s))...", file=sys.stderr, flush=True)
-        run = life(run_golem(config, args.days, directory, before))
+        if before and read_death(load_config(config).data_dir) is not None:
+            print("this life has ended in death; reporting its segments",
+                  file=sys.stderr, flush=True)
+            run = life(before)
+        else:
+            run = life(run_golem(config, args.days, directory, before))
         print(f"done in {run['wall']:.0f} s; embedding a sample standalone...",
               file=sys.stderr, flush=True)
         calls = sample_ticks(config, args.sample_texts, seed=42)
@@ -433,9 +442,18 @@ def main() -> None:
                      load_config(config).clock.start.timestamp())
         out["market_activity"] = load_config(config).chain.market_activity
         out["segments"] = run["segments"]
-        if args.restart:
+        death = read_death(load_config(config).data_dir)
+        out["died"] = None if death is None else {
+            "cause": death.cause, "golem_time": datetime.fromtimestamp(
+                death.died_at, tz=UTC).isoformat().replace("+00:00", "Z")}
+        if death is not None:
+            print(f"the golem died ({death.cause}) before golem day {args.days:g}",
+                  file=sys.stderr, flush=True)
+        if args.restart and death is None:
             print("timing a restart...", file=sys.stderr, flush=True)
             out["restart_s"] = time_restart(config, directory / "restart.log")
+        elif args.restart:  # a dead golem's data dir refuses to start (exit 69)
+            out["restart_s"] = None
     out["load_avg_1m"] = {"start": round(load[0], 2), "end": round(os.getloadavg()[0], 2)}
     out["cpus"] = os.cpu_count()
     print(json.dumps(out, indent=1))
