@@ -429,7 +429,8 @@ def main() -> None:
             before = []
         print(f"running the default golem to golem day {args.days:g} in {directory}"
               f" ({len(before)} earlier segment(s))...", file=sys.stderr, flush=True)
-        if before and read_death(load_config(config).data_dir) is not None:
+        cfg = load_config(config)
+        if before and read_death(cfg.data_dir) is not None:
             print("this life has ended in death; reporting its segments",
                   file=sys.stderr, flush=True)
             run = life(before)
@@ -439,10 +440,10 @@ def main() -> None:
               file=sys.stderr, flush=True)
         calls = sample_ticks(config, args.sample_texts, seed=42)
         out = report(args.days, run, standalone_rate(config, calls),
-                     load_config(config).clock.start.timestamp())
-        out["market_activity"] = load_config(config).chain.market_activity
+                     cfg.clock.start.timestamp())
+        out["market_activity"] = cfg.chain.market_activity
         out["segments"] = run["segments"]
-        death = read_death(load_config(config).data_dir)
+        death = read_death(cfg.data_dir)
         out["died"] = None if death is None else {
             "cause": death.cause, "golem_time": datetime.fromtimestamp(
                 death.died_at, tz=UTC).isoformat().replace("+00:00", "Z")}

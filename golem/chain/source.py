@@ -116,8 +116,8 @@ class SimulatedSource:
         `compact_every` (blocks between revm state rebuilds), `activity` (the market's,
         a key of ACTIVITIES), `regime_hold` (how many times longer each regime lasts,
         golem.chain.simulator.held_transitions), `planted` (a planted regularity, fresh:
-        no step taken) and
-        `changes` (facts that change mid-life, fresh; none asked for counts as None) are
+        no step taken) and `changes` (facts that change mid-life, fresh; none asked for
+        counts as None) are
         part of the chain's determinism: a data dir must always be opened with the same
         values (tests lower compact_every to reach a compaction in a few steps).
         DataError when the journal does not replay; ConfigError when the data dir's

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -43,6 +44,20 @@ def holdings(config: Config) -> list[str]:
         store.close()
 
 
+def write_config(tmp_path: Path, sections: dict[str, Any]) -> Path:
+    """tmp_path/golem.toml: the seeded golem with capture only (no consolidation) and
+    ``sections`` on top."""
+    path = tmp_path / "golem.toml"
+    path.write_text(config_text({
+        "golem": {"data_dir": "data", "seed": SEED},
+        "grimoire": {"model_dir": str(MODEL)},
+        "logging": {"format": "json", "level": "warning"},
+        "consolidation": {"enabled": False},
+        **sections,
+    }))
+    return path
+
+
 def test_golem_die_without_a_daemon_settles_on_the_rebuilt_chain(tmp_path: Path) -> None:
     pair = deploy_market(RevmEvm(), SEED).pair_weth_usdc
     api_key = tmp_path / "anthropic.key"
@@ -56,17 +71,12 @@ def test_golem_die_without_a_daemon_settles_on_the_rebuilt_chain(tmp_path: Path)
     wired = escalating(setup)
 
     with MessagesServer(default_text=json.dumps(decision)) as api:
-        path = tmp_path / "golem.toml"
-        path.write_text(config_text({
-            "golem": {"data_dir": "data", "seed": SEED},
-            "grimoire": {"model_dir": str(MODEL)},
-            "logging": {"format": "json", "level": "warning"},
-            "consolidation": {"enabled": False},
+        path = write_config(tmp_path, {
             "mortality": {"starting_budget_usd": 10.0},
             "cage": {"allowed_assets": ["WETH", "USDC"], "max_notional_usd": 5},
             "cognition": {"provider": "anthropic", "base_url": api.url,
                           "api_key_file": str(api_key), "timeout_s": 10},
-        }))
+        })
         config = load_config(path)
         configure_logging("warning", "json", io.StringIO())
         daemon = Daemon(config, HandlerRegistry(), stop_after=180, setup=wired)
@@ -84,15 +94,10 @@ def test_golem_die_opens_a_planted_market_with_its_own_rules(tmp_path: Path) -> 
     """A market with a planted regularity and mid-life changes (the lab's) is rebuilt at
     death with the same rules it was built with; before, `golem die` opened it with the
     default market's rules and the data dir was refused (exit 78)."""
-    path = tmp_path / "golem.toml"
-    path.write_text(config_text({
-        "golem": {"data_dir": "data", "seed": SEED},
-        "grimoire": {"model_dir": str(MODEL)},
-        "logging": {"format": "json", "level": "warning"},
-        "consolidation": {"enabled": False},
+    path = write_config(tmp_path, {
         "chain": {"planted": {"enabled": True, "swap_after_s": 60.0},
                   "changes": {"drain_at_s": 30.0}},
-    }))
+    })
     config = load_config(path)
     configure_logging("warning", "json", io.StringIO())
     daemon = Daemon(config, HandlerRegistry(), stop_after=90, setup=setup)
