@@ -75,10 +75,14 @@ GAMMA_STAGES = ("market_ms", "poll_ms", "perceive_ms", "embed_ms", "store_ms", "
 PREFIX = "chain-capture."
 
 
-def write_config(directory: Path, market: str | None = None) -> Path:
+def write_config(directory: Path, market: str | None = None,
+                 lifespan_days: float | None = None) -> Path:
     """The default config with its data dir in ``directory`` and the repo's model;
-    ``market``: chain.market_activity instead of the default config's."""
+    ``market``: chain.market_activity instead of the default config's;
+    ``lifespan_days``: mortality.lifespan_days instead of the default (30)."""
     text = (REPO / "bardo.toml").read_text()
+    if lifespan_days is not None:
+        text += f"\n[mortality]\nlifespan_days = {lifespan_days!r}\n"
     text = text.replace('data_dir = "data"', f'data_dir = "{directory / "data"}"')
     text = text.replace('model_dir = "models/', f'model_dir = "{REPO}/models/')
     if market is not None:
@@ -405,6 +409,10 @@ def main() -> None:
                     help="also time a restart of the data dir to its first Gamma tick")
     ap.add_argument("--market", choices=("busy", "pools"), default=None,
                     help="chain.market_activity (default: the default config's)")
+    ap.add_argument("--lifespan-days", type=float, default=None, metavar="D",
+                    help="mortality.lifespan_days (default: the default config's 30; the "
+                         "Hayflick clock turns a golem Terminal at about 0.9 of it, so a "
+                         "30-day measurement needs about 34 or more)")
     ap.add_argument("--keep", type=Path, default=None,
                     help="run in this (new) directory and keep it (default: a temp dir)")
     ap.add_argument("--resume", type=Path, default=None, metavar="DIR",
@@ -425,7 +433,7 @@ def main() -> None:
             if args.keep is not None and (directory / SEGMENTS_FILE).exists():
                 raise SystemExit(f"{directory} holds a life already: --resume {directory}")
             directory.mkdir(parents=True, exist_ok=True)
-            config = write_config(directory, args.market)
+            config = write_config(directory, args.market, args.lifespan_days)
             before = []
         print(f"running the default golem to golem day {args.days:g} in {directory}"
               f" ({len(before)} earlier segment(s))...", file=sys.stderr, flush=True)
@@ -442,6 +450,7 @@ def main() -> None:
         out = report(args.days, run, standalone_rate(config, calls),
                      cfg.clock.start.timestamp())
         out["market_activity"] = cfg.chain.market_activity
+        out["lifespan_days"] = cfg.mortality.lifespan_days
         out["segments"] = run["segments"]
         death = read_death(cfg.data_dir)
         out["died"] = None if death is None else {

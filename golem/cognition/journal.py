@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from golem.cognition.experts import Outlook, Scored
-from golem.cognition.predictions import observed_direction, outlook_brier, stated_outlook
+from golem.cognition.predictions import (
+    beat_reference,
+    observed_direction,
+    outlook_brier,
+    stated_outlook,
+)
 from golem.errors import StateError
 from golem.runtime.state import connect_durable, durable_write, read_only_rows
 
@@ -175,12 +180,38 @@ class DecisionJournal:
                 out.append(Scored(k, p, observed_direction(actual / baseline - 1.0)))
         return out
 
-    def recent_hits(self, limit: int) -> list[bool]:
-        """Direction hits of the newest `limit` scored predictions, oldest first (the
-        epistemic clock's window)."""
-        rows = self._read("SELECT hit FROM predictions WHERE quality IS NOT NULL "
-                          "ORDER BY due_tick DESC, id DESC LIMIT ?", (limit,))
-        return [bool(r[0]) for r in reversed(rows)]
+    def recent_verdicts(self, limit: int) -> list[bool]:
+        """The epistemic clock's evidence: among the newest ``limit`` scored predictions,
+        oldest first, whether each scored a better three-way Brier than the reference
+        outlook its decision recorded for its subject (``predictions.beat_reference``).
+        Ties (the prediction said what the reference said) and predictions without a
+        reference are left out. The outlook judged is the decision's own (the offline
+        tier's) or, for a model's decision, the one its prediction states; decisions
+        journalled before references were recorded fall back to the offline prior's
+        outlook in ``outlooks``."""
+        rows = self._read(
+            "SELECT p.subject, p.direction, p.confidence, p.baseline, p.actual, "
+            "json_extract(d.record, '$.knowledge.outlook'), "
+            "json_extract(d.record, '$.knowledge.reference.subject'), "
+            "json_extract(d.record, '$.knowledge.reference.outlook'), o.prior "
+            "FROM predictions p JOIN decisions d ON d.tick = p.tick "
+            "LEFT JOIN outlooks o ON o.tick = p.tick WHERE p.quality IS NOT NULL "
+            "AND p.baseline > 0 ORDER BY p.due_tick DESC, p.id DESC LIMIT ?", (limit,))
+        out = []
+        for subject, direction, confidence, baseline, actual, own, ref_subject, ref, prior \
+                in reversed(rows):
+            reference = _outlook(ref) if ref_subject is not None and \
+                str(ref_subject).lower() == str(subject).lower() else None
+            if ref_subject is None:
+                reference = _outlook(prior)
+            if reference is None:
+                continue
+            outlook = _outlook(own) or stated_outlook(direction, float(confidence))
+            verdict = beat_reference(outlook, reference,
+                                     observed_direction(float(actual) / float(baseline) - 1.0))
+            if verdict is not None:
+                out.append(verdict)
+        return out
 
     def last_tick(self) -> int | None:
         """The tick of the newest decision (None before the first)."""

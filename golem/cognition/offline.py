@@ -238,10 +238,21 @@ def _weighed(knowledge: Forecast, prior: Forecast, weight: float) -> Forecast:
                    outlook=mix(knowledge.outlook, prior.outlook, weight))
 
 
+def prior_outlook(prices: Sequence[PricePoint], horizon_s: float = HORIZON_S) -> Outlook:
+    """The outlook of a forecaster that knows nothing but the tape: no change on
+    average, the tape's spread over ``horizon_s`` (the offline tier's prior). The
+    epistemic clock judges every tier's predictions against it."""
+    return combine((), _spread(prices, horizon_s)).outlook
+
+
 def _prior_stddev(situation: Situation) -> float:
+    return _spread(situation.prices, situation.horizon_s)
+
+
+def _spread(prices: Sequence[PricePoint], horizon_s: float) -> float:
     """The prior's spread over the horizon: the tape's (at least MIN_PRIOR_STDDEV),
     DEFAULT_PRIOR_STDDEV without enough tape."""
-    prior = horizon_stddev(situation.prices, situation.horizon_s)
+    prior = horizon_stddev(prices, horizon_s)
     if prior is None:
         return DEFAULT_PRIOR_STDDEV
     return max(prior, MIN_PRIOR_STDDEV)

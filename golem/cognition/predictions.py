@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 FLAT_BAND = 0.002  # moves smaller than 0.2% count as flat
+TIE_BRIER = 1e-3  # Brier differences this small are ties (journalled outlooks are rounded)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,16 @@ def outlook_brier(outlook: tuple[float, float, float], observed: str) -> float:
     so no choice of class or confidence can game it."""
     return sum((p - (1.0 if c == observed else 0.0)) ** 2
                for p, c in zip(outlook, CLASSES, strict=True))
+
+
+def beat_reference(outlook: tuple[float, float, float], reference: tuple[float, float, float],
+                   observed: str) -> bool | None:
+    """Whether a prediction's outlook scored a better (True) or worse (False) three-way
+    Brier than the reference outlook on what the feed did; None when the two differ by
+    at most TIE_BRIER: the prediction said what the reference said (up to the rounding
+    of journalled outlooks), so it shows nothing about what the golem knows."""
+    edge = outlook_brier(reference, observed) - outlook_brier(outlook, observed)
+    return None if abs(edge) <= TIE_BRIER else edge > 0
 
 
 def signed(direction: str, magnitude: float) -> float:

@@ -40,6 +40,7 @@ from golem.actions.cage import Cage, Portfolio, Verdict, check
 from golem.actions.proposal import ProposedAction
 from golem.cognition import experts, offline, theta_state
 from golem.cognition.decisions import Decision, Malformed
+from golem.cognition.forecast import Outlook
 from golem.cognition.frames import Keyframes
 from golem.cognition.journal import DecisionJournal, Outcome
 from golem.cognition.predictions import score_prediction
@@ -114,14 +115,18 @@ def forecasts_with(entry: SemanticEntry) -> bool:
         entry.status is Status.STAGED and entry.provenance.source is Source.SUCCESSOR)
 
 
-def knowledge_record(decision: Decision | None,
-                     entries: tuple[offline.Entry, ...]) -> dict[str, Any]:
+def knowledge_record(decision: Decision | None, entries: tuple[offline.Entry, ...],
+                     reference: tuple[str, Outlook] | None = None) -> dict[str, Any]:
     """What the journal keeps of the knowledge behind a decision: each attributed entry
     with its share of the predicted mean, its short text and the golem time of the
-    newest episode it rests on (``observed_to``: how stale it may be), the outlook, and
-    how many malformed facts were skipped."""
+    newest episode it rests on (``observed_to``: how stale it may be), the outlook, how
+    many malformed facts were skipped, and the reference outlook that the epistemic
+    clock judges the decision's predictions on ``reference[0]`` against
+    (``offline.prior_outlook``; None without a feed or tape)."""
+    ref = None if reference is None else {"subject": reference[0],
+                                          "outlook": [round(p, 6) for p in reference[1]]}
     if decision is None:
-        return {"attribution": [], "outlook": None, "skipped": 0}
+        return {"attribution": [], "outlook": None, "skipped": 0, "reference": ref}
     texts = {e.uri: e.text for e in entries}
     seen = {e.uri: e.knowledge.observed_to for e in entries if e.knowledge is not None}
     return {"attribution": [{"uri": uri, "share": share,
@@ -129,7 +134,7 @@ def knowledge_record(decision: Decision | None,
                              "observed_to": seen.get(uri)}
                             for uri, share in decision.attribution],
             "outlook": list(decision.outlook) if decision.outlook else None,
-            "skipped": decision.skipped_knowledge}
+            "skipped": decision.skipped_knowledge, "reference": ref}
 
 
 def missing_categories(signals: tuple[str, ...]) -> frozenset[str]:
@@ -254,7 +259,9 @@ class ThetaCycle:
             tick=ctx.tick, now=ctx.clock.now()) if self.executor else []
         record = self._record(ctx.tick, assembly, decision, verdicts,
                               escalated=seen.escalated, regime=seen.regime)
-        record["knowledge"] = knowledge_record(decision, (*entries, *keyed))
+        reference = (seen.feed, offline.prior_outlook(seen.prices, self.horizon_s)) \
+            if seen.feed and seen.prices else None
+        record["knowledge"] = knowledge_record(decision, (*entries, *keyed), reference)
         skipped = decision.skipped_knowledge if decision else 0
         if skipped:
             log.warning("malformed knowledge skipped", count=skipped, tick=ctx.tick)

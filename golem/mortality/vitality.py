@@ -3,6 +3,17 @@
 Pure: plain numbers in, plain numbers out (no I/O, no clock, no store). The Delta stage
 (vitality_check.py) gathers the inputs and keeps the history (vitality_store.py).
 
+The epistemic component judges what the golem knows, not how predictable the market
+is: its evidence is, for each recent prediction whose outlook differed from a reference
+that knows nothing but the tape (no change on average, the tape's spread), whether the
+prediction scored the better Brier (``DecisionJournal.recent_verdicts``). Predictive
+fitness is the smoothed share of those it won. A golem that says what the reference
+says has shown nothing and stays unproven; one whose knowledge keeps moving it off the
+reference the wrong way is going stale. (The absolute direction hit rate was the
+evidence before: on a market with no edge to find, a sticky call on a coin flip fell
+below the threshold by luck, and a default golem died of it at golem day 1.2;
+benchmarks/README.md.)
+
 The components multiply, so any one at zero kills whatever the others say. Phase
 boundaries: each phase includes its lower bound, and Thriving is strictly above 0.7:
 0.7 and 0.5 are Stable, 0.3 is Conservation, 0.1 is Declining, below 0.1 is Terminal.
@@ -26,7 +37,7 @@ PHASE_RANK: dict[Phase, int] = {Phase.TERMINAL: 0, Phase.DECLINING: 1, Phase.CON
                                 Phase.STABLE: 3, Phase.THRIVING: 4}
 
 # Epistemic mapping (documented in `epistemic`).
-PRIOR_HITS = 2.0  # Beta(2, 2): a weak prior at a coin flip, so 3 hits of 3 is not 100 %
+PRIOR_HITS = 2.0  # Beta(2, 2): a weak prior at a coin flip, so 3 wins of 3 is not 100 %
 PRIOR_MISSES = 2.0
 HEALTHY_MARGIN = 0.15  # fitness at threshold + margin and above counts as fully healthy
 AT_THRESHOLD = 0.5  # the component's value exactly at the senescence threshold
@@ -45,8 +56,9 @@ def clamp01(x: float) -> float:
 
 @dataclass(frozen=True)
 class VitalityState:
-    """One reading. `unproven`: too few scored predictions to judge the epistemic clock
-    (it reads 1.0 until then); `senescent`: predictive fitness below the threshold."""
+    """One reading. `unproven`: too few verdicts (predictions that differed from the
+    reference) to judge the epistemic clock (it reads 1.0 until then); `senescent`:
+    predictive fitness below the threshold."""
 
     economic: float
     epistemic: float
@@ -110,20 +122,21 @@ def economic(equity_usd: float, inference_spent_usd: float, start_usd: float,
 @dataclass(frozen=True)
 class Epistemic:
     value: float
-    fitness: float  # smoothed hit rate
+    fitness: float  # smoothed share of verdicts won
     samples: int
     unproven: bool
     senescent: bool
 
 
 def predictive_fitness(hits: Sequence[bool]) -> float:
-    """The hit rate under a Beta(PRIOR_HITS, PRIOR_MISSES) prior (posterior mean)."""
+    """The share of True under a Beta(PRIOR_HITS, PRIOR_MISSES) prior (posterior mean)."""
     return (sum(hits) + PRIOR_HITS) / (len(hits) + PRIOR_HITS + PRIOR_MISSES)
 
 
 def epistemic(hits: Sequence[bool], *, min_samples: int, threshold: float,
               checks_below: int = 0) -> Epistemic:
-    """Predictive fitness over the window (newest scored predictions, the caller cuts it).
+    """Predictive fitness over the verdicts of the window (True: the prediction beat the
+    reference; the caller chooses the window).
 
     Fewer than `min_samples`: unproven, 1.0. Fitness f at or above threshold +
     HEALTHY_MARGIN: 1.0; from the threshold up to there it rises linearly from

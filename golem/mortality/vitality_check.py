@@ -3,10 +3,11 @@ changes, and start the death protocol when the golem is terminal.
 
 Inputs come in as callables so the check does not know where they live: equity (wallet
 plus positions marked to market; until the wallet exists, the starting budget), the
-lifetime model spend from the spend ledger, the newest scored predictions from the
-decision journal. Age is golem time since the store's birth. The hazard draw is seeded
-by (golem seed, Delta tick), and a tick's shock is stored with its sample, so a restart
-neither re-rolls nor loses it.
+lifetime model spend from the spend ledger, and from the decision journal whether the
+newest scored predictions beat the no-knowledge reference (`recent_verdicts`). Age is
+golem time since the store's birth. The hazard draw is seeded by (golem seed, Delta
+tick), and a tick's shock is stored with its sample, so a restart neither re-rolls nor
+loses it.
 
 `on_terminal(cause)` is called once per process, on the first tick that reads Terminal
 or finds a component at zero (after a restart it is called again: the death protocol
@@ -55,7 +56,9 @@ class VitalityCheck:
     equity: EquitySource
     seed: int
     spent: Callable[[], float] | None = None  # lifetime model spend, USD (blocking)
-    hits: Callable[[int], Sequence[bool]] | None = None  # newest scored hits (blocking)
+    # the epistemic verdicts among the newest N scored predictions (blocking;
+    # DecisionJournal.recent_verdicts)
+    verdicts: Callable[[int], Sequence[bool]] | None = None
     on_terminal: OnTerminal | None = None
     name: str = "vitality"
     terminal_called: bool = field(default=False, init=False)
@@ -98,8 +101,8 @@ class VitalityCheck:
         cfg = self.settings
         equity = await self.equity()
         spent = await anyio.to_thread.run_sync(self.spent) if self.spent else 0.0
-        hits = await anyio.to_thread.run_sync(self.hits, cfg.epistemic_window) \
-            if self.hits else []
+        verdicts = await anyio.to_thread.run_sync(self.verdicts, cfg.epistemic_window) \
+            if self.verdicts else []
         previous, birth, shocks = await anyio.to_thread.run_sync(self._history, tick)
         since = now - (previous.t if previous else birth)
         shock = cfg.hazard_shock if cfg.hazard_shock > 0 and v.hazard_draw(
@@ -109,7 +112,7 @@ class VitalityCheck:
         age = max(0.0, now - birth)
         reserve = v.death_reserve_usd(cfg.starting_budget_usd, cfg.reserve_floor_usd,
                                       cfg.reserve_fraction)
-        ep = v.epistemic(hits[-cfg.epistemic_window:], min_samples=cfg.epistemic_min_samples,
+        ep = v.epistemic(verdicts, min_samples=cfg.epistemic_min_samples,
                          threshold=cfg.senescence_threshold,
                          checks_below=previous.senescent_streak if previous else 0)
         state = v.VitalityState(
@@ -154,5 +157,5 @@ async def open_vitality(config: Config, now: float, stack: AsyncExitStack, *,
     stack.callback(journal.close)
     cfg = config.mortality
     return VitalityCheck(store, cfg, equity or constant_equity(cfg.starting_budget_usd),
-                         config.golem.seed, spent=spent, hits=journal.recent_hits,
+                         config.golem.seed, spent=spent, verdicts=journal.recent_verdicts,
                          on_terminal=on_terminal)

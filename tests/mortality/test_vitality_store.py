@@ -97,16 +97,21 @@ def ctx(tick: int, clock: Clock, bus: EventBus) -> TickContext:
                        seed=7, logger=structlog.get_logger())
 
 
+REFERENCE = {"subject": "ETH", "outlook": [0.45, 0.1, 0.45]}
+
+
 def score(cfg: Config, tick: int, hits: list[bool]) -> None:
-    """Theta's journal with one decision per hit, each prediction scored."""
+    """Theta's journal with one decision per hit, each prediction scored: a 70% "up"
+    against the no-change reference, the feed up 1% (it beat the reference) or down 1%."""
     journal = DecisionJournal.open(cfg.data_dir)
     try:
         for i, hit in enumerate(hits):
             t = tick * 1000 + i
-            journal.record(t, T0, provider="offline", status="ok", summary="x", record={},
+            journal.record(t, T0, provider="offline", status="ok", summary="x",
+                           record={"knowledge": {"outlook": None, "reference": REFERENCE}},
                            predictions=[("ETH", "up", 0.01, 0.7, t + 1, 100.0)])
             [due] = journal.due(t + 1)
-            journal.settle([(due.id, 101.0, 0.8 if hit else 0.1, hit)])
+            journal.settle([(due.id, 101.0 if hit else 99.0, 0.8 if hit else 0.1, hit)])
     finally:
         journal.close()
 

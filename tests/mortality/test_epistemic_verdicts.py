@@ -1,0 +1,89 @@
+"""The epistemic clock's evidence, read from a real decision journal: a prediction counts
+only when its outlook differed from the no-knowledge reference its decision recorded,
+and then by whether it scored the better Brier."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from golem.cognition.journal import DecisionJournal
+from golem.cognition.offline import prior_outlook
+from golem.mortality import vitality as v
+from golem.perception.market import PricePoint
+
+FEED = "0xfeed"
+BASE = 2_000.0
+REFERENCE = (0.45, 0.1, 0.45)
+
+
+def knowledge(outlook: list[float] | None, *, subject: str | None = FEED,
+              reference: tuple[float, float, float] | None = REFERENCE) -> dict[str, Any]:
+    ref = None if subject is None or reference is None else \
+        {"subject": subject, "outlook": list(reference)}
+    return {"attribution": [], "outlook": outlook, "skipped": 0, "reference": ref}
+
+
+def decide(journal: DecisionJournal, tick: int, direction: str, confidence: float, *,
+           record: dict[str, Any] | None, subject: str = FEED,
+           outlooks: tuple[Any, Any] | None = None) -> None:
+    journal.record(tick, float(tick * 60), provider="offline", status="ok", summary="",
+                   record={} if record is None else {"knowledge": record},
+                   predictions=[(subject, direction, 0.01, confidence, tick + 1, BASE)],
+                   outlooks=outlooks)
+
+
+def settle(journal: DecisionJournal, moves: dict[int, float]) -> None:
+    due = journal.due(10_000)
+    journal.settle([(p.id, BASE * (1 + moves[p.tick]), 0.5, False) for p in due])
+
+
+def test_only_predictions_that_differ_from_the_reference_count(tmp_path: Path) -> None:
+    journal = DecisionJournal.open(tmp_path)
+    try:
+        leaning_up = [0.2, 0.05, 0.75]
+        decide(journal, 1, "up", 0.45, record=knowledge(list(REFERENCE)))  # the reference
+        decide(journal, 2, "up", 0.75, record=knowledge(leaning_up))  # leaned up, went up
+        decide(journal, 3, "up", 0.75, record=knowledge(leaning_up))  # leaned up, fell
+        decide(journal, 4, "up", 0.6, record=knowledge(None))  # a model's stated 60% up
+        decide(journal, 5, "up", 0.9, record=knowledge(None), subject="0xother")  # no ref
+        decide(journal, 6, "down", 0.7, record=None,  # journalled before references
+               outlooks=((0.7, 0.05, 0.25), REFERENCE))
+        decide(journal, 7, "down", 0.7, record=None)  # neither: nothing to judge by
+        settle(journal, {1: -0.01, 2: 0.01, 3: -0.01, 4: 0.01, 5: -0.01, 6: 0.01, 7: 0.01})
+        assert journal.recent_verdicts(100) == [True, False, True, False]
+        assert journal.recent_verdicts(3) == [False]  # the newest three: ticks 5-7
+    finally:
+        journal.close()
+
+
+def test_a_golem_that_says_what_the_reference_says_is_unproven_whatever_it_hits(
+        tmp_path: Path) -> None:
+    """The death the old clock caused: a call on a coin flip that keeps missing is luck,
+    not stale knowledge. Knowledge that keeps pulling the outlook the wrong way is."""
+    journal = DecisionJournal.open(tmp_path)
+    try:
+        for tick in range(1, 41):  # the reference's tie went up; the feed kept falling
+            decide(journal, tick, "up", 0.45, record=knowledge(list(REFERENCE)))
+        settle(journal, dict.fromkeys(range(1, 41), -0.01))
+        luck = v.epistemic(journal.recent_verdicts(100), min_samples=10, threshold=0.35)
+        assert luck.unproven and not luck.senescent and luck.value == 1.0
+        assert v.predictive_fitness([False] * 40) < 0.35  # what the hit rate would read
+        for tick in range(41, 81):  # learned "up" outcomes, and the feed kept falling
+            decide(journal, tick, "up", 0.7, record=knowledge([0.2, 0.1, 0.7]))
+        settle(journal, dict.fromkeys(range(41, 81), -0.01))
+        stale = v.epistemic(journal.recent_verdicts(100), min_samples=10, threshold=0.35)
+        assert stale.senescent and stale.samples == 40 and stale.value < 0.5
+    finally:
+        journal.close()
+
+
+def test_the_reference_is_the_tapes_no_change_outlook() -> None:
+    calm = tuple(PricePoint(float(60 * i), BASE * (1 + 0.0001 * (-1) ** i)) for i in range(30))
+    wild = tuple(PricePoint(float(60 * i), BASE * (1 + 0.02 * (-1) ** i)) for i in range(30))
+    down, flat, up = prior_outlook(calm)
+    assert abs(down - up) < 1e-9 and flat > 0.5  # no change on average; a calm tape: flat
+    wild_down, wild_flat, wild_up = prior_outlook(wild)
+    assert abs(wild_down - wild_up) < 1e-9 and wild_flat < flat
+    no_tape = prior_outlook(())  # the default spread
+    assert abs(no_tape[0] - no_tape[2]) < 1e-9 and abs(sum(no_tape) - 1.0) < 1e-9
