@@ -184,13 +184,20 @@ class DecisionJournal:
         """The epistemic clock's evidence: among the newest ``limit`` scored predictions,
         oldest first, whether each scored a better three-way Brier than the reference
         outlook its decision recorded for its subject (``predictions.beat_reference``).
+
+        Only predictions whose horizons do not overlap count: walking back from the
+        newest, one is kept when its due tick is no later than the tick of the one kept
+        after it. A prediction made every tick over a five-tick horizon shares four
+        fifths of its outcome with the next one, so counting them all counted each
+        outcome five times and let a few unlucky moves look like a long record.
         Ties (the prediction said what the reference said) and predictions without a
         reference are left out. The outlook judged is the decision's own (the offline
         tier's) or, for a model's decision, the one its prediction states; decisions
         journalled before references were recorded fall back to the offline prior's
         outlook in ``outlooks``."""
         rows = self._read(
-            "SELECT p.subject, p.direction, p.confidence, p.baseline, p.actual, "
+            "SELECT p.tick, p.due_tick, p.subject, p.direction, p.confidence, p.baseline, "
+            "p.actual, "
             "json_extract(d.record, '$.knowledge.outlook'), "
             "json_extract(d.record, '$.knowledge.reference.subject'), "
             "json_extract(d.record, '$.knowledge.reference.outlook'), o.prior "
@@ -198,8 +205,12 @@ class DecisionJournal:
             "LEFT JOIN outlooks o ON o.tick = p.tick WHERE p.quality IS NOT NULL "
             "AND p.baseline > 0 ORDER BY p.due_tick DESC, p.id DESC LIMIT ?", (limit,))
         out = []
-        for subject, direction, confidence, baseline, actual, own, ref_subject, ref, prior \
-                in reversed(rows):
+        start: int | None = None  # the tick of the newest prediction kept
+        for tick, due, subject, direction, confidence, baseline, actual, own, ref_subject, \
+                ref, prior in rows:
+            if start is not None and due > start:
+                continue
+            start = tick
             reference = _outlook(ref) if ref_subject is not None and \
                 str(ref_subject).lower() == str(subject).lower() else None
             if ref_subject is None:
@@ -211,7 +222,7 @@ class DecisionJournal:
                                      observed_direction(float(actual) / float(baseline) - 1.0))
             if verdict is not None:
                 out.append(verdict)
-        return out
+        return out[::-1]
 
     def last_tick(self) -> int | None:
         """The tick of the newest decision (None before the first)."""

@@ -6,8 +6,9 @@ Pure: plain numbers in, plain numbers out (no I/O, no clock, no store). The Delt
 The epistemic component judges what the golem knows, not how predictable the market
 is: its evidence is, for each recent prediction whose outlook differed from a reference
 that knows nothing but the tape (no change on average, the tape's spread), whether the
-prediction scored the better Brier (``DecisionJournal.recent_verdicts``). Predictive
-fitness is the smoothed share of those it won. A golem that says what the reference
+prediction scored the better Brier (``DecisionJournal.recent_verdicts``; predictions
+whose horizons overlap count once). Predictive fitness is the smoothed share of those
+it won. A golem that says what the reference
 says has shown nothing and stays unproven; one whose knowledge keeps moving it off the
 reference the wrong way is going stale. (The absolute direction hit rate was the
 evidence before: on a market with no edge to find, a sticky call on a coin flip fell

@@ -87,3 +87,23 @@ def test_the_reference_is_the_tapes_no_change_outlook() -> None:
     assert abs(wild_down - wild_up) < 1e-9 and wild_flat < flat
     no_tape = prior_outlook(())  # the default spread
     assert abs(no_tape[0] - no_tape[2]) < 1e-9 and abs(sum(no_tape) - 1.0) < 1e-9
+
+
+def test_overlapping_predictions_count_once_per_horizon(tmp_path: Path) -> None:
+    """A prediction every tick over a five-tick horizon: each outcome would be counted
+    five times; only predictions whose horizons do not overlap are judged."""
+    journal = DecisionJournal.open(tmp_path)
+    try:
+        for tick in range(1, 21):
+            journal.record(tick, float(tick * 60), provider="offline", status="ok",
+                           summary="", record={"knowledge": knowledge([0.2, 0.1, 0.7])},
+                           predictions=[(FEED, "up", 0.01, 0.7, tick + 5, BASE)])
+        due = journal.due(10_000)
+        # the feed rose over the horizons that end on even ticks, fell over the others
+        journal.settle([(p.id, BASE * (1.01 if (p.tick + 5) % 2 == 0 else 0.99), 0.5, False)
+                        for p in due])
+        # judged, oldest first: ticks 5, 10, 15, 20 (due 10, 15, 20, 25)
+        assert journal.recent_verdicts(100) == [True, False, True, False]
+        assert journal.recent_verdicts(6) == [True, False]  # the newest six: ticks 15-20
+    finally:
+        journal.close()
