@@ -222,6 +222,12 @@ class ChainSection:
     # it always was (a regime lasts 40 s to 3 golem minutes); the lab's market holds
     # them 10 times longer. Part of the chain a data dir replays.
     regime_hold: float = field(default=1.0, metadata=_check(ge=1, le=10_000))
+    # Golem seconds in which the simulated oracle's distance from its initial price
+    # (in log terms) halves (golem.chain.simulator.oracle_move): crashes are followed by
+    # recoveries. 0: no pull; the price then drifts down with the crashes and sits at
+    # its floor (a tenth of where it started) after a few golem hours. Part of the
+    # chain: data dirs made before the option hold an unpulled chain (set 0 for them).
+    price_pull_half_life_s: float = field(default=1800.0, metadata=_check(ge=0, le=1e9))
     planted: PlantedSection = field(default_factory=PlantedSection)
     changes: ChangesSection = field(default_factory=ChangesSection)
     rpc: RpcSection = field(default_factory=RpcSection)

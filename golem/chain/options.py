@@ -1,6 +1,7 @@
 """The simulated market's options, read from ``[chain]``: what SimulatedSource.create
 takes besides the seed and the start (its activity, how long it holds a regime, its
-planted regularity and mid-life fact changes). Every caller that opens a simulated
+price's pull toward where it started, its planted regularity and mid-life fact
+changes). Every caller that opens a simulated
 chain opens it with these, since they are part of the chain's rules: a data dir opened
 with other values is refused."""
 
@@ -15,8 +16,9 @@ from golem.config import ChainSection, ChangesSection, PlantedSection
 
 def market_options(chain: ChainSection) -> dict[str, Any]:
     """Keyword arguments for SimulatedSource.create: activity, regime_hold, planted,
-    changes."""
+    changes, pull_half_life_s."""
     return {"activity": chain.market_activity, "regime_hold": chain.regime_hold,
+            "pull_half_life_s": chain.price_pull_half_life_s,
             "planted": planted_drops(chain.planted),
             "changes": fact_changes(chain.changes)}
 

@@ -105,6 +105,28 @@ def held_transitions(hold: float) -> dict[str, tuple[float, float, float, float]
     return out
 
 
+def oracle_move(price: float, anchor: float, regime: str, *, trend_sign: float, dt: float,
+                shock: float, planted: float = 0.0, pull_half_life_s: float = 0.0) -> float:
+    """The oracle's price one step of ``dt`` golem seconds on (pure): the regime's drift
+    (a trend's sign is ``trend_sign``) and volatility (both per 10 s tick, scaled by
+    sqrt(dt / 10)) times the standard normal ``shock``, plus the planted regularity's
+    log-return ``planted``; with ``pull_half_life_s`` > 0 the log-price's distance from
+    ``anchor`` also shrinks by half every ``pull_half_life_s`` (a log Ornstein-Uhlenbeck
+    pull), so crashes are followed by recoveries; the result is reflected in log space
+    into ``anchor`` / PRICE_BAND .. ``anchor`` x PRICE_BAND."""
+    drift, vol = DRIFT_VOL[regime]
+    scale = math.sqrt(max(dt, 1.0) / 10.0)
+    sign = trend_sign if regime == "trending" else 1.0
+    pull = 0.0
+    if pull_half_life_s > 0:
+        pull = -math.log(price / anchor) * (1.0 - 0.5 ** (max(dt, 0.0) / pull_half_life_s))
+    moved = price * math.exp(sign * drift * scale + vol * scale * shock + planted + pull)
+    low, high = anchor / PRICE_BAND, anchor * PRICE_BAND
+    if not low <= moved <= high:
+        moved = low * low / moved if moved < low else high * high / moved
+    return moved
+
+
 @dataclass(frozen=True)
 class MarketRules:
     """What the simulated market is, besides its seed: its activity, planted regularity,
@@ -114,6 +136,24 @@ class MarketRules:
     planted: PlantedDrops | None = None
     changes: FactChanges | None = None
     regime_hold: float = 1.0
+    pull_half_life_s: float = 0.0
+
+    def describe(self) -> str:
+        """What a data dir records of these rules, after the EVM's: empty for the busy,
+        unheld, unpulled market without a planted regularity or changes (data dirs of
+        it predate every option), else a space and a token for each option set."""
+        tokens = []
+        if self.activity.name != BUSY.name:
+            tokens.append(f"activity={self.activity.name}")
+        if self.regime_hold != 1.0:
+            tokens.append(f"regime_hold={self.regime_hold:g}")
+        if self.pull_half_life_s > 0:
+            tokens.append(f"pull_half_life_s={self.pull_half_life_s:g}")
+        if self.planted is not None:
+            tokens.append(f"planted={self.planted.describe()}")
+        if self.changes is not None and self.changes.any:
+            tokens.append(f"changes={self.changes.describe()}")
+        return "".join(f" {t}" for t in tokens)
 
 
 @dataclass(frozen=True)
@@ -139,15 +179,20 @@ class MarketSimulator:
     """Drive `market` on `evm` from a seed; `regime` pins the starting regime; `planted`
     (golem.chain.planted, off by default) adds a planted regularity to the oracle;
     `changes` (golem.chain.changes, off by default) makes facts change mid-life;
-    `regime_hold` stretches every regime's stay (``held_transitions``; 1: as always).
-    ValueError for an unknown regime or a hold below 1."""
+    `regime_hold` stretches every regime's stay (``held_transitions``; 1: as always);
+    `pull_half_life_s` > 0 pulls the oracle's price back toward its initial price
+    (``oracle_move``; 0: no pull, as always). ValueError for an unknown regime, a hold
+    below 1 or a negative half-life."""
 
     def __init__(self, evm: Evm, market: Market, seed: int, *,
                  regime: str = "calm", planted: PlantedDrops | None = None,
                  activity: Activity = BUSY, changes: FactChanges | None = None,
-                 regime_hold: float = 1.0) -> None:
+                 regime_hold: float = 1.0, pull_half_life_s: float = 0.0) -> None:
         if regime not in REGIMES:
             raise ValueError(f"unknown regime {regime!r}; expected one of {REGIMES}")
+        if not pull_half_life_s >= 0:
+            raise ValueError(f"pull half-life must be >= 0, got {pull_half_life_s}")
+        self.pull_half_life_s = pull_half_life_s
         self.evm, self.market = evm, market
         self.activity = activity
         self._answer: float | None = None  # the feed's last answer and its golem time
@@ -215,17 +260,12 @@ class MarketSimulator:
         self.regime = new
         if switched:
             self.trend_sign = self.rng.choice((-1.0, 1.0))
-        drift, vol = DRIFT_VOL[self.regime]
-        scale = math.sqrt(max(dt, 1.0) / 10.0)  # volatilities are per 10 s tick
-        sign = self.trend_sign if self.regime == "trending" else 1.0
         planted = self.planted.drift(self.regime, golem_time, self.price, dt) \
             if self.planted is not None else 0.0
-        self.price *= math.exp(sign * drift * scale + vol * scale * self.rng.gauss(0.0, 1.0)
-                               + planted)
-        low = self.market.initial_eth_usd / PRICE_BAND
-        high = self.market.initial_eth_usd * PRICE_BAND
-        if not low <= self.price <= high:  # reflect in log space back into the band
-            self.price = low * low / self.price if self.price < low else high * high / self.price
+        self.price = oracle_move(self.price, self.market.initial_eth_usd, self.regime,
+                                 trend_sign=self.trend_sign, dt=dt,
+                                 shock=self.rng.gauss(0.0, 1.0), planted=planted,
+                                 pull_half_life_s=self.pull_half_life_s)
         report = StepReport(golem_time, self.regime, self.price, first_block=start_block)
         self._report = report
         if switched:

@@ -110,28 +110,24 @@ class SimulatedSource:
     def create(cls, seed: int, start_time: float, store: CaptureStore | None = None, *,
                compact_every: int = COMPACT_EVERY, activity: str = "busy",
                regime_hold: float = 1.0, planted: PlantedDrops | None = None,
-               changes: FactChanges | None = None) -> SimulatedSource:
+               changes: FactChanges | None = None,
+               pull_half_life_s: float = 0.0) -> SimulatedSource:
         """Deploy the market; with a store, reuse its genesis and rebuild its chain (the
         newest usable snapshot and the journal after it, or the whole journal).
         `compact_every` (blocks between revm state rebuilds), `activity` (the market's,
         a key of ACTIVITIES), `regime_hold` (how many times longer each regime lasts,
         golem.chain.simulator.held_transitions), `planted` (a planted regularity, fresh:
-        no step taken) and `changes` (facts that change mid-life, fresh; none asked for
-        counts as None) are
+        no step taken), `changes` (facts that change mid-life, fresh; none asked for
+        counts as None) and `pull_half_life_s` (the oracle's pull toward its initial
+        price, golem.chain.simulator.oracle_move; 0: none) are
         part of the chain's determinism: a data dir must always be opened with the same
         values (tests lower compact_every to reach a compaction in a few steps).
         DataError when the journal does not replay; ConfigError when the data dir's
         chain has another seed or rules."""
         genesis = int(start_time) - 3600
-        market_rules = ""
-        if activity != "busy":  # data dirs of the busy market predate the option
-            market_rules += f" activity={activity}"
-        if regime_hold != 1.0:  # data dirs of the unheld market predate the option
-            market_rules += f" regime_hold={regime_hold:g}"
-        if planted is not None:
-            market_rules += f" planted={planted.describe()}"
-        if changes is not None and changes.any:
-            market_rules += f" changes={changes.describe()}"
+        market = MarketRules(ACTIVITIES[activity], planted, changes, regime_hold,
+                             pull_half_life_s)
+        market_rules = market.describe()
         rules = f"{EVM_RULES} compact_every={compact_every}{market_rules}"
         if store is not None:
             stored_seed = store.sim_meta("seed")
@@ -150,13 +146,15 @@ class SimulatedSource:
                 accepted = [rules, *(f"{old} compact_every={compact_every}{market_rules}"
                                      for old in OLD_RULES)]
                 if built not in accepted:
+                    hint = " (or set [chain] price_pull_half_life_s = 0: it predates the " \
+                        "price pull)" if pull_half_life_s > 0 and \
+                        "pull_half_life_s=" not in (built or "") else ""
                     raise ConfigError(
                         f"this data dir's simulated chain was built by "
                         f"{built or 'the py-evm chain of earlier versions'}; this version "
                         f"runs {rules} and would rebuild a different chain from its "
-                        f"journal: use a new data_dir")
+                        f"journal: use a new data_dir{hint}")
                 rules = built
-        market = MarketRules(ACTIVITIES[activity], planted, changes, regime_hold)
         source = cls.fresh(seed, genesis, compact_every, rules, store, market=market)
         if store is None:
             return source
@@ -176,8 +174,8 @@ class SimulatedSource:
               store: CaptureStore | None, *,
               market: MarketRules | None = None) -> SimulatedSource:
         """The market just deployed on a new chain (no journal read); ``market``: its
-        activity, planted regularity, fact changes (copied: each chain gets its own) and
-        regime hold (None: the busy market as it always was)."""
+        activity, planted regularity, fact changes (copied: each chain gets its own),
+        regime hold and price pull (None: the busy market as it always was)."""
         market = market or MarketRules()
         evm = RevmEvm(genesis_timestamp=genesis, seed=seed, compact_every=compact_every,
                       compact_when_asked=rules.startswith(EVM_RULES + " "))
@@ -185,7 +183,8 @@ class SimulatedSource:
         simulator = MarketSimulator(evm, deployed, seed, activity=market.activity,
                                     planted=copy.deepcopy(market.planted),
                                     changes=copy.deepcopy(market.changes),
-                                    regime_hold=market.regime_hold)
+                                    regime_hold=market.regime_hold,
+                                    pull_half_life_s=market.pull_half_life_s)
         return cls(evm, deployed, simulator, store, rules=rules)
 
     # --- snapshots and replay --------------------------------------------------------

@@ -14,6 +14,7 @@ from golem.actions.positions import Valuer
 from golem.actions.wallet import open_wallet
 from golem.chain.cursor import CaptureStore
 from golem.chain.market import deploy_market
+from golem.chain.options import market_options
 from golem.chain.revm import RevmEvm
 from golem.chain.source import SimulatedSource
 from golem.cli import run_cli
@@ -36,7 +37,8 @@ def holdings(config: Config) -> list[str]:
     """What the wallet holds on the chain rebuilt from the data dir's journal."""
     store = CaptureStore.open(config.data_dir / "chain")
     try:
-        source = SimulatedSource.create(SEED, config.clock.start.timestamp(), store)
+        source = SimulatedSource.create(SEED, config.clock.start.timestamp(), store,
+                                        **market_options(config.chain))
         address = open_wallet("", config.data_dir, simulated=True, seed=SEED,
                               environ={}).address
         return [h.label for h in Valuer(source.evm, source.market, address).snapshot().holdings]

@@ -21,6 +21,7 @@ from golem.actions.positions import POSITIONS_DB, Valuer
 from golem.actions.wallet import open_wallet
 from golem.chain.cursor import CaptureStore
 from golem.chain.market import deploy_market
+from golem.chain.options import market_options
 from golem.chain.revm import RevmEvm
 from golem.chain.source import SimulatedSource
 from golem.cli import run_cli
@@ -114,7 +115,8 @@ def test_a_golem_trades_pays_declines_dies_and_leaves_a_testament(tmp_path: Path
     assert statuses.get("ok", 0) >= 2  # at least one buy and the settling sell
     store = CaptureStore.open(data / "chain")
     try:
-        source = SimulatedSource.create(SEED, config.clock.start.timestamp(), store)
+        source = SimulatedSource.create(SEED, config.clock.start.timestamp(), store,
+                                        **market_options(config.chain))
         address = open_wallet("", data, simulated=True, seed=SEED, environ={}).address
         held = Valuer(source.evm, source.market, address).snapshot()
     finally:
