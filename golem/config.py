@@ -187,7 +187,9 @@ class ChangesSection:
     (0) by default; times are golem seconds after the market's first step. The oracle
     feed is silent from ``stale_oracle_at_s`` for ``stale_oracle_for_s``; at
     ``drain_at_s`` the WETH/USDC V2 pool loses ``drain_share`` of its liquidity; HONEY
-    trades normally until ``honeypot_at_s``, when its sells start to revert. The lab's
+    trades normally until ``honeypot_at_s``, when its sells start to revert; at
+    ``fee_change_at_s`` the WETH/USDC V2 pool's swap fee goes from 0.3% to
+    ``fee_change_to`` (a fraction: 0.01 is 1%; whole basis points, 0 to 0.1). The lab's
     market turns them on. Part of the chain a data dir replays."""
 
     stale_oracle_at_s: float = field(default=0.0, metadata=_check(ge=0, le=1e9))
@@ -195,6 +197,8 @@ class ChangesSection:
     drain_at_s: float = field(default=0.0, metadata=_check(ge=0, le=1e9))
     drain_share: float = field(default=0.8, metadata=_check(gt=0, lt=1))
     honeypot_at_s: float = field(default=0.0, metadata=_check(ge=0, le=1e9))
+    fee_change_at_s: float = field(default=0.0, metadata=_check(ge=0, le=1e9))
+    fee_change_to: float = field(default=0.01, metadata=_check(ge=0, le=0.1))
 
 
 @dataclass(frozen=True)
@@ -580,13 +584,7 @@ def _check_mortality(cfg: Config) -> None:
         raise ConfigError("succession.vault_dir: required when succession.vault_enabled = true")
 
 
-def _check_chain(chain: ChainSection) -> None:
-    planted = chain.planted
-    if planted.enabled and planted.revert_in == planted.continue_in:
-        raise ConfigError("chain.planted.continue_in: must differ from revert_in")
-    if planted.enabled and planted.max_drop <= planted.drop:
-        raise ConfigError("chain.planted.max_drop: must be above chain.planted.drop")
-    changes = chain.changes
+def _check_changes(changes: ChangesSection) -> None:
     if changes.stale_oracle_at_s > 0 and changes.stale_oracle_for_s <= 0:
         raise ConfigError("chain.changes.stale_oracle_for_s: must be > 0 when "
                           "chain.changes.stale_oracle_at_s is set (how long the oracle "
@@ -595,6 +593,22 @@ def _check_chain(chain: ChainSection) -> None:
         raise ConfigError("chain.changes.stale_oracle_at_s: must be > 0 when "
                           "chain.changes.stale_oracle_for_s is set (when the oracle goes "
                           "silent; 0 is never)")
+    bps = changes.fee_change_to * 10_000
+    if abs(bps - round(bps)) > 1e-6:
+        raise ConfigError("chain.changes.fee_change_to: must be a whole number of basis "
+                          f"points (a multiple of 0.0001), got {changes.fee_change_to!r}")
+    if changes.fee_change_at_s > 0 and round(bps) == 30:
+        raise ConfigError("chain.changes.fee_change_to: must differ from the pool's fee "
+                          "(0.003) when chain.changes.fee_change_at_s is set")
+
+
+def _check_chain(chain: ChainSection) -> None:
+    planted = chain.planted
+    if planted.enabled and planted.revert_in == planted.continue_in:
+        raise ConfigError("chain.planted.continue_in: must differ from revert_in")
+    if planted.enabled and planted.max_drop <= planted.drop:
+        raise ConfigError("chain.planted.max_drop: must be above chain.planted.drop")
+    _check_changes(chain.changes)
     rpc = chain.rpc
     if rpc.url:
         problem = config_checks.url_problem(rpc.url)

@@ -4,7 +4,8 @@ A plan is a short list of calls (V2 pairs take tokens transferred in first, then
 swap/mint; the lending pool takes an exact approval, never an unlimited one, then
 supply). Anything that cannot work is refused here with a reason, before a key
 is touched: an unknown pool or asset, a balance too small, a swap whose quote from
-the reserves moves more than max_slippage against us (fee included).
+the reserves moves more than max_slippage against us (fee included: the pool's current
+fee, read from the pool, golem.chain.fees).
 
 Amounts: `amount` is in whole units of asset_in; with no amount, notional_usd is
 converted at the asset's marked price.
@@ -17,6 +18,7 @@ from typing import Any
 
 from golem.actions.positions import Snapshot, Valuer
 from golem.actions.proposal import ProposedAction
+from golem.chain.fees import V2_FEE_PIPS, amount_out
 from golem.chain.market import MAX_UINT, Token
 
 
@@ -92,9 +94,9 @@ def _units(action: ProposedAction, v: Valuer, token: Token, snap: Snapshot,
     return units
 
 
-def quote(amount_in: int, r_in: int, r_out: int) -> int:
-    """V2 amount out for amount_in (0.3% fee)."""
-    return amount_in * 997 * r_out // (r_in * 1000 + amount_in * 997) if r_in and r_out else 0
+def quote(amount_in: int, r_in: int, r_out: int, fee_pips: int = V2_FEE_PIPS) -> int:
+    """V2 amount out for amount_in at a fee of ``fee_pips`` (default V2's 0.30%)."""
+    return amount_out(amount_in, r_in, r_out, fee_pips)
 
 
 def price_impact(amount_in: int, amount_out: int, r_in: int, r_out: int) -> float:
@@ -118,7 +120,7 @@ def _swap(action: ProposedAction, v: Valuer, snap: Snapshot, pair: str, *,
     if action.asset_out and _token(v, action.asset_out, "asset_out") != token_out:
         raise Refused(f"pool {pair} does not trade {token_in.symbol} for {action.asset_out}")
     units = exact if exact is not None else _units(action, v, token_in, snap)
-    out = quote(units, r_in, r_out)
+    out = quote(units, r_in, r_out, v.fee(pair))
     if out <= 0:
         raise Refused("the quote is zero")
     impact = price_impact(units, out, r_in, r_out)

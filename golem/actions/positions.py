@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from golem.actions.cage import Portfolio
+from golem.chain.abi import AbiError, decode_result, encode_call
 from golem.chain.compile import load_artifacts
-from golem.chain.evm import Evm
+from golem.chain.evm import ChainError, Evm
+from golem.chain.fees import V2_FEE_PIPS
 from golem.chain.market import ORACLE_UNIT, Market, Token
 from golem.errors import StateError
 from golem.runtime.state import connect_durable, durable_write, read_only_rows
@@ -109,6 +111,19 @@ class Valuer:
     def reserves(self, pair: str) -> tuple[int, int]:
         r0, r1, _ = self.call(pair, "PairV2", "getReserves")
         return int(r0), int(r1)
+
+    def fee(self, pair: str) -> int:
+        """The pair's current swap fee in pips (golem.chain.fees); V2's 0.30% for a pair
+        whose ``fee()`` reverts (a plain Uniswap V2 pair has none). ChainError when the
+        chain does not answer or the answer is not a fee."""
+        abi = self.abi["PairV2"]
+        data = self.evm.raw_call(pair, "0x" + encode_call(abi, "fee").hex())
+        if not data:
+            return V2_FEE_PIPS
+        try:
+            return int(decode_result(abi, "fee", data))
+        except AbiError as exc:
+            raise ChainError(f"fee() of {pair}: {exc}") from None
 
     def price(self, token: Token) -> float:
         """USD per whole token."""

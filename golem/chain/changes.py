@@ -18,17 +18,24 @@ market's first step (its birth), as ``PlantedDrops.swap_after_s`` does; 0 means 
   blocked destination at the zero address, and buyers' sells are real swaps) until
   birth + at, when the owner points it back at the HONEY/WETH pair: from then on every
   sell's transfer reverts. Off (0), HONEY is a honeypot from the start, as it always was.
+- ``fee_change_at_s`` / ``fee_change_to``: at birth + at the market's owner sets the
+  swap fee of the WETH/USDC V2 pool (pair state, 0.30% from deployment: golem.chain.fees)
+  to ``fee_change_to``, a fraction (0.01: 1%) in whole basis points from 0 to 0.1 that
+  differs from 0.003: a real ``setFee`` transaction, whose FeeAdjustment log carries the
+  old and the new fee. Every actor quotes its swaps at the pool's current fee.
 
-The fee of the V2 pair is a constant of its contract (0.3%), so a fee change is not among
-them. Each change that happened is a `FactChange` row (golem time, first block of the
-step, kind, details), the ground truth beside the regime switches. Kinds: ``oracle_stale``
+Each change that happened is a `FactChange` row (golem time, first block of the step,
+kind, details), the ground truth beside the regime switches. Kinds: ``oracle_stale``
 (feed, since, until), ``oracle_resumed`` (feed, silent_s), ``liquidity_drained`` (pool,
-share, reserves before and after), ``honeypot_turned`` (token, pool, normal_since).
+share, reserves before and after), ``honeypot_turned`` (token, pool, normal_since),
+``fee_changed`` (pool, fee_before, fee_after: fractions, as the pool's ``fee()`` read
+before and after the transaction).
 
 ``FactChanges`` decides when (pure: no chain, no clock, no random numbers, so the same
 seed gives the same market); the simulator executes. ``describe`` is the stable string a
-data dir records of its chain; ``state`` / ``restore_state`` carry what happened across a
-restart.
+data dir records of its chain (a market without a fee change describes itself as it did
+before the fee change existed, so its data dirs keep opening); ``state`` /
+``restore_state`` carry what happened across a restart.
 """
 
 from __future__ import annotations
@@ -36,10 +43,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from golem.chain.fees import V2_FEE_PIPS, fee_pips
+
 STALE, RESUMED, DRAINED, TURNED = ("oracle_stale", "oracle_resumed", "liquidity_drained",
                                    "honeypot_turned")
+FEE = "fee_changed"
 OPENED = "honeypot_opened"  # the set-up at birth: an action, not a change (not recorded)
-KINDS = (STALE, RESUMED, DRAINED, TURNED)
+KINDS = (STALE, RESUMED, DRAINED, TURNED, FEE)
+_FEE_FIELDS = ("fee_change_at_s", "fee_change_to")
 
 
 @dataclass(frozen=True)
@@ -76,23 +87,32 @@ class FactChanges:
     drain_at_s: float = 0.0
     drain_share: float = 0.8
     honeypot_at_s: float = 0.0
+    fee_change_at_s: float = 0.0
+    fee_change_to: float = 0.01
     happened: list[FactChange] = field(default_factory=list, init=False, repr=False)
     _born: float | None = field(default=None, init=False, repr=False)
     _done: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if min(self.stale_oracle_at_s, self.stale_oracle_for_s, self.drain_at_s,
-               self.honeypot_at_s) < 0:
+               self.honeypot_at_s, self.fee_change_at_s) < 0:
             raise ValueError("fact change times must be >= 0 (0: never)")
         if (self.stale_oracle_at_s > 0) != (self.stale_oracle_for_s > 0):
             raise ValueError("stale_oracle_at_s and stale_oracle_for_s go together")
         if not 0 < self.drain_share < 1:
             raise ValueError(f"drain_share must be in (0, 1), got {self.drain_share}")
+        try:
+            pips = fee_pips(self.fee_change_to)
+        except ValueError as exc:
+            raise ValueError(f"fee_change_to: {exc}") from None
+        if pips == V2_FEE_PIPS and self.fee_change_at_s > 0:
+            raise ValueError("fee_change_to must differ from the pool's fee (0.003)")
 
     @property
     def any(self) -> bool:
         """Whether any change is asked for (none: the market as it always was)."""
-        return self.stale_oracle_at_s > 0 or self.drain_at_s > 0 or self.honeypot_at_s > 0
+        return (self.stale_oracle_at_s > 0 or self.drain_at_s > 0 or self.honeypot_at_s > 0
+                or self.fee_change_at_s > 0)
 
     @property
     def honeypot_turns(self) -> bool:
@@ -110,7 +130,8 @@ class FactChanges:
             out.append(OPENED)
         starts = {STALE: self.stale_oracle_at_s,
                   RESUMED: self.stale_oracle_at_s + self.stale_oracle_for_s,
-                  DRAINED: self.drain_at_s, TURNED: self.honeypot_at_s}
+                  DRAINED: self.drain_at_s, TURNED: self.honeypot_at_s,
+                  FEE: self.fee_change_at_s}
         for kind in KINDS:
             at = starts[kind]
             if self.stale_oracle_at_s <= 0 and kind in (STALE, RESUMED):
@@ -137,9 +158,17 @@ class FactChanges:
         assert self._born is not None
         return self._born + after_s
 
+    @property
+    def fee_change_pips(self) -> int:
+        """The fee the pool is set to, in pips (golem.chain.fees)."""
+        return fee_pips(self.fee_change_to)
+
     def describe(self) -> str:
-        """The parameters, one stable string (what a data dir records of its chain)."""
-        return ",".join(f"{f.name}:{getattr(self, f.name)}" for f in fields(self) if f.init)
+        """The parameters, one stable string (what a data dir records of its chain); the
+        fee change's only when it is asked for."""
+        skip = () if self.fee_change_at_s > 0 else _FEE_FIELDS
+        return ",".join(f"{f.name}:{getattr(self, f.name)}" for f in fields(self)
+                        if f.init and f.name not in skip)
 
     def state(self) -> dict[str, Any]:
         """What the next steps depend on, and what happened, as JSON-ready data."""

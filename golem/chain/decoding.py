@@ -81,6 +81,10 @@ def spec(protocol: str, category: str, declaration: str) -> EventSpec:
 
 
 V2, V3, AAVE = "Uniswap V2", "Uniswap V3", "Aave V3"
+# A pool's swap fee changing: the event of Ramses V3's concentrated-liquidity pools (old
+# and new fee in hundredths of a basis point), which the simulated V2 pair emits too
+# (golem.chain.contracts PairV2 says where the signature comes from).
+RAMSES = "Ramses V3"
 KNOWN_EVENTS: tuple[EventSpec, ...] = (
     spec(V2, "swap", "Swap(address indexed sender, uint256 amount0In, uint256 amount1In, "
          "uint256 amount0Out, uint256 amount1Out, address indexed to)"),
@@ -116,6 +120,7 @@ KNOWN_EVENTS: tuple[EventSpec, ...] = (
          "uint256 liquidatedCollateralAmount, address liquidator, bool receiveAToken)"),
     spec("Chainlink", "oracle", "AnswerUpdated(int256 indexed current, "
          "uint256 indexed roundId, uint256 updatedAt)"),
+    spec(RAMSES, "fee", "FeeAdjustment(uint24 oldFee, uint24 newFee)"),
 )
 
 

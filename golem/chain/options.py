@@ -39,5 +39,7 @@ def fact_changes(section: ChangesSection) -> FactChanges | None:
     changes = FactChanges(stale_oracle_at_s=section.stale_oracle_at_s,
                           stale_oracle_for_s=section.stale_oracle_for_s,
                           drain_at_s=section.drain_at_s, drain_share=section.drain_share,
-                          honeypot_at_s=section.honeypot_at_s)
+                          honeypot_at_s=section.honeypot_at_s,
+                          fee_change_at_s=section.fee_change_at_s,
+                          fee_change_to=section.fee_change_to)
     return changes if changes.any else None

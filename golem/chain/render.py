@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 
-from golem.chain.decoding import AAVE, V2, V3, DecodedEvent
+from golem.chain.decoding import AAVE, RAMSES, V2, V3, DecodedEvent
+from golem.chain.fees import fee_percent
 from golem.chain.names import Names, alias, pool_name
 from golem.chain.untrusted import clean
 
@@ -208,6 +209,12 @@ def _answer(c: _Ctx) -> str:
     return f"Chainlink price update on {c.venue}: {c.amt(c.event.args['current'], 'answer')}"
 
 
+def _fee(c: _Ctx) -> str:
+    a = c.event.args
+    return (f"Ramses V3 fee adjustment: fee of {c.venue} set from {fee_percent(a['oldFee'])} "
+            f"to {fee_percent(a['newFee'])}")
+
+
 _TEMPLATES: dict[tuple[str, str], Callable[[_Ctx], str]] = {
     (V2, "Swap"): _swap_v2, (V2, "Mint"): _liquidity_v2, (V2, "Burn"): _liquidity_v2,
     (V2, "Sync"): _sync_v2, (V3, "Swap"): _swap_v3, (V3, "Mint"): _liquidity_v3,
@@ -217,9 +224,10 @@ _TEMPLATES: dict[tuple[str, str], Callable[[_Ctx], str]] = {
     **{(AAVE, n): _aave for n in ("Supply", "Withdraw", "Borrow", "Repay")},
     (AAVE, "LiquidationCall"): _liquidation,
     ("Chainlink", "AnswerUpdated"): _answer,
+    (RAMSES, "FeeAdjustment"): _fee,
 }
-_VENUE_ROLE = {V2: "pool", V3: "pool", AAVE: "lending pool", "Chainlink": "price feed",
-               "ERC20": "token", "ERC721": "collection"}
+_VENUE_ROLE = {V2: "pool", V3: "pool", RAMSES: "pool", AAVE: "lending pool",
+               "Chainlink": "price feed", "ERC20": "token", "ERC721": "collection"}
 
 
 def _venue(event: DecodedEvent, meta: Mapping[str, TokenMeta], names: Names) -> str:
@@ -228,7 +236,7 @@ def _venue(event: DecodedEvent, meta: Mapping[str, TokenMeta], names: Names) -> 
     known = names.name(event.address)
     if known is not None:
         return known
-    if event.protocol in (V2, V3):
+    if event.protocol in (V2, V3, RAMSES):
         t0, t1 = meta.get("token0"), meta.get("token1")
         if t0 is not None and t1 is not None and t0.symbol and t1.symbol:
             return pool_name(t0.symbol, t1.symbol, event.protocol)

@@ -16,9 +16,10 @@ Every switch is ground truth `(golem_time, block_number, regime)`.
 
 Facts can change mid-life (golem.chain.changes, off by default): the oracle goes stale
 for a while, the WETH/USDC V2 pool loses most of its liquidity, HONEY turns from a normal
-token into a honeypot. The simulator sends the transactions that make each change (the
-decision when is `FactChanges`'s) and each change is ground truth too
-(`FactChanges.happened`).
+token into a honeypot, the WETH/USDC V2 pool's swap fee changes. The simulator sends the
+transactions that make each change (the decision when is `FactChanges`'s) and each change
+is ground truth too (`FactChanges.happened`). Every swap the actors send is quoted at its
+pool's current fee (read from the pool, golem.chain.fees), so none reverts on a change.
 
 How busy the market is, is an `Activity`. `BUSY` (the code's default, and what the
 tests drive) sends the actors' trades on every step: ~2,400 watched events a golem
@@ -41,9 +42,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from golem.chain.changes import DRAINED, OPENED, RESUMED, STALE, TURNED, FactChange, FactChanges
+from golem.chain.changes import (
+    DRAINED,
+    FEE,
+    OPENED,
+    RESUMED,
+    STALE,
+    TURNED,
+    FactChange,
+    FactChanges,
+)
 from golem.chain.compile import load_artifacts
 from golem.chain.evm import Evm, TxResult
+from golem.chain.fees import PIPS, amount_out
 from golem.chain.market import E18, ORACLE_UNIT, USDC_UNIT, WBTC_UNIT, Market
 from golem.chain.planted import PlantedDrops, finite_or_none
 
@@ -325,13 +336,17 @@ class MarketSimulator:
     def _call(self, address: str, kind: str, fn: str, *args: Any) -> Any:
         return self.evm.call(address, self.abi[kind], fn, *args)
 
+    def _fee(self, pair: str) -> int:
+        """The V2 pair's current swap fee in pips, read from the pair."""
+        return int(self._call(pair, "PairV2", "fee"))
+
     # --- swaps ------------------------------------------------------------------
 
     def _swap_v2(self, action: str, pair: str, token_in: str, amount: int, sender: str) -> None:
         r0, r1, _ = self._call(pair, "PairV2", "getReserves")
         zero_for_one = token_in == self._token0(pair, "PairV2")
         r_in, r_out = (r0, r1) if zero_for_one else (r1, r0)
-        out = amount * 997 * r_out // (r_in * 1000 + amount * 997)
+        out = amount_out(amount, r_in, r_out, self._fee(pair))
         if out <= 0 or self._call(token_in, "ERC20", "balanceOf", sender) < amount:
             return
         self._send(action, token_in, "ERC20", "transfer", pair, amount, sender=sender)
@@ -463,7 +478,7 @@ class MarketSimulator:
         r0, r1, _ = self._call(pair, "PairV2", "getReserves")
         zero_for_one = m.honey.address == self._token0(pair, "PairV2")
         r_in, r_out = (r0, r1) if zero_for_one else (r1, r0)
-        out = amount * 997 * r_out // (r_in * 1000 + amount * 997)
+        out = amount_out(amount, r_in, r_out, self._fee(pair))
         if out <= 0:
             return
         sent = self._send("honeypot_sell", m.honey.address, "Honeypot", "transfer", pair,
@@ -495,6 +510,8 @@ class MarketSimulator:
                            "silent_s": golem_time - changes.at(changes.stale_oracle_at_s)}
             elif kind == DRAINED:
                 details = self._drain(changes.drain_share)
+            elif kind == FEE:
+                details = self._set_fee(changes.fee_change_pips)
             else:
                 assert kind == TURNED
                 self._send("change", m.honey.address, "Honeypot", "setPool",
@@ -522,3 +539,12 @@ class MarketSimulator:
         return {"pool": pair, "share": 1.0 - after[0] / before[0],
                 "reserves_before": [int(x) for x in before],
                 "reserves_after": [int(x) for x in after]}
+
+    def _set_fee(self, pips: int) -> dict[str, Any]:
+        """The owner sets the WETH/USDC V2 pool's swap fee to ``pips``; what happened, for
+        the ground truth (the fees as the pool reports them, as fractions)."""
+        m = self.market
+        pair = m.pair_weth_usdc
+        before = self._fee(pair)
+        self._send("change", pair, "PairV2", "setFee", pips, sender=m.owner)
+        return {"pool": pair, "fee_before": before / PIPS, "fee_after": self._fee(pair) / PIPS}

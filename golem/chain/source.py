@@ -75,10 +75,12 @@ from golem.errors import ConfigError, DataError
 log = structlog.get_logger("golem.chain.source")
 
 GAS_ETH = 10 * E18  # native ETH for gas: not counted as capital
-# the chain's rules (EVM, block hashing, compaction): a journal replays to the same chain
-# only under the rules that wrote it; change this string when they change. "revm 2"
-# compacts between market steps (snapshots possible); "revm 1" compacted inside a step.
-EVM_RULES = "revm 2"
+# the chain's rules (EVM, block hashing, compaction, the market's contracts): a journal
+# replays to the same chain only under the rules that wrote it; change this string when
+# they change. "revm 2" compacts between market steps (snapshots possible); "revm 1"
+# compacted inside a step; "revm 3" is revm 2 with the V2 pairs' swap fee as pair state
+# (PairV2's bytecode and gas changed, so the same journal gives other block hashes).
+EVM_RULES = "revm 3"
 OLD_RULES = ("revm 1",)
 RAW, FUND = "raw", "fund"
 _WHOLE_WINDOW = 1_000_000

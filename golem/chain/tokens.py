@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from golem.chain.decoding import DecodedEvent
+from golem.chain.decoding import RAMSES, V2, V3, DecodedEvent
 from golem.chain.render import TokenMeta
 from golem.chain.untrusted import clean
 
 SYMBOL, NAME, DECIMALS = "0x95d89b41", "0x06fdde03", "0x313ce567"
 TOKEN0, TOKEN1 = "0x0dfe1681", "0xd21220a7"
-POOL_PROTOCOLS = ("Uniswap V2", "Uniswap V3")
+POOL_PROTOCOLS = (V2, V3, RAMSES)  # events of pools that answer token0(), token1()
 ASSET_ARGS = ("reserve", "collateralAsset", "debtAsset")
 MAX_SYMBOL, MAX_NAME = 16, 48
 

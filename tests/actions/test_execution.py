@@ -15,8 +15,10 @@ from golem.actions.plans import quote
 from golem.actions.positions import PositionBook, Valuer, read_book
 from golem.actions.proposal import ProposedAction as PA
 from golem.actions.wallet import Wallet, simulated_key
+from golem.chain.changes import FEE, FactChanges
 from golem.chain.compile import load_artifacts
 from golem.chain.cursor import CaptureStore
+from golem.chain.fees import V2_FEE_PIPS
 from golem.chain.market import E18, MAX_UINT, USDC_UNIT, Market
 from golem.chain.source import SimulatedSource
 from golem.chain.transactions import nonce_of
@@ -43,10 +45,11 @@ def cage(market: Market, **kw: Any) -> Cage:
 class Sim:
     """A funded golem wallet on the simulated market, journalled in `folder`."""
 
-    def __init__(self, folder: Path, *, dry_run: bool = False, **cage_kw: Any) -> None:
+    def __init__(self, folder: Path, *, dry_run: bool = False,
+                 changes: FactChanges | None = None, **cage_kw: Any) -> None:
         self.folder = folder
         self.store = CaptureStore.open(folder)
-        self.source = SimulatedSource.create(SEED, T0, self.store)
+        self.source = SimulatedSource.create(SEED, T0, self.store, changes=changes)
         self.wallet = Wallet(simulated_key(SEED))
         self.source.advance(T0 + 10, 10)
         self.source.fund_wallet(self.wallet.address, 100.0, T0 + 15)
@@ -108,6 +111,28 @@ def test_a_swap_moves_balances_and_reserves_by_the_quote(sim: Sim) -> None:
     assert result.pnl_usd < 0  # the fee, realised at entry
     [row] = sim.book.executions()
     assert row["status"] == OK and row["kind"] == "swap"
+
+
+def test_after_a_fee_change_the_golems_swap_is_quoted_at_the_new_fee(tmp_path: Path) -> None:
+    """The market's owner sets the WETH/USDC pool's fee to 0.5% (golem.chain.changes); the
+    golem's swap there is quoted at the pool's fee as it reads it, so it goes through and
+    gets exactly the quote at 0.5%, less than V2's 0.3% would have given."""
+    sim = Sim(tmp_path, changes=FactChanges(fee_change_at_s=5.0, fee_change_to=0.005))
+    try:
+        sim.source.advance(sim.now + 5, 5.0)  # 15 s after birth: the fee changes
+        assert [c.kind for c in sim.source.fact_changes] == [FEE]
+        pair, weth = sim.m.pair_weth_usdc, sim.m.weth.address
+        assert sim.ex.valuer.fee(pair) == 5_000
+        assert sim.ex.valuer.fee(sim.m.usdc.address) == V2_FEE_PIPS  # no fee(): V2's
+        r_weth, r_usdc, _ = sim.call(pair, "PairV2", "getReserves")
+        weth_before = sim.balance(weth)
+        [result] = sim.run(PA("swap", pair, "USDC", "WETH", amount=10.0))
+        assert result.status == OK, result.detail
+        out = quote(10 * USDC_UNIT, r_usdc, r_weth, 5_000)
+        assert sim.balance(weth) == weth_before + out
+        assert out < quote(10 * USDC_UNIT, r_usdc, r_weth)
+    finally:
+        sim.close()
 
 
 def test_a_swap_beyond_max_slippage_is_refused_before_signing(sim: Sim) -> None:

@@ -27,6 +27,8 @@ from golem.chain.compile import (
     source_sha256,
 )
 from golem.chain.contracts import CONTRACTS_DIR
+from golem.chain.fees import V2_FEE_PIPS
+from golem.chain.fees import amount_out as out_at_fee
 from golem.chain.revm import RevmEvm
 
 E18 = 10**18
@@ -45,6 +47,7 @@ SIG = {
     "Repay": "Repay(address,address,address,uint256,bool)",
     "LiquidationCall": "LiquidationCall(address,address,address,uint256,uint256,address,bool)",
     "V3Swap": "Swap(address,address,int256,int256,uint160,uint128,int24)",
+    "FeeAdjustment": "FeeAdjustment(uint24,uint24)",
 }
 TOPIC = {name: keccak(text=sig) for name, sig in SIG.items()}
 
@@ -275,6 +278,41 @@ def test_pair_v2_liquidity_swaps_and_events(chain: Chain) -> None:
         amounts
     )
     assert pair.functions.balanceOf(chain.owner).call() == 0
+
+
+def test_pair_v2_fee_is_state_its_owner_sets_and_swaps_pay(chain: Chain) -> None:
+    """0.30% from deployment; only the deployer sets it, in whole basis points up to 10%,
+    with a FeeAdjustment log of the old and the new fee (pips); swaps then pay it: the
+    exact quote at the new fee goes through, one unit more fails the K check."""
+    a, b = chain.token("A"), chain.token("B")
+    pair = chain.deploy("PairV2", a.address, b.address)
+    assert pair.functions.fee().call() == V2_FEE_PIPS
+    assert pair.functions.owner().call() == chain.owner
+    for t in (a, b):
+        chain.send(t.functions.mint(chain.owner, 1_000 * E18))
+        chain.send(t.functions.mint(chain.alice, 1_000 * E18))
+        chain.send(t.functions.transfer(pair.address, 100 * E18))
+    chain.send(pair.functions.mint(chain.owner))
+    with pytest.raises(TransactionFailed, match="only owner"):
+        chain.send(pair.functions.setFee(10_000), chain.alice)
+    for bad in (10_050, 100_100, 150):
+        with pytest.raises(TransactionFailed, match="bad fee"):
+            chain.send(pair.functions.setFee(bad))
+    [log] = chain.send(pair.functions.setFee(10_000))
+    assert topic0s([log]) == [TOPIC["FeeAdjustment"]] and len(log["topics"]) == 1
+    assert data(log, ["uint24", "uint24"]) == (V2_FEE_PIPS, 10_000)
+    assert pair.functions.fee().call() == 10_000
+    for fee in (10_000, 0, 100_000):
+        if fee != pair.functions.fee().call():
+            chain.send(pair.functions.setFee(fee))
+        r0, r1, _ = pair.functions.getReserves().call()
+        out = out_at_fee(3 * E18, r0, r1, fee)
+        assert out < out_at_fee(3 * E18, r0, r1, V2_FEE_PIPS) or fee < V2_FEE_PIPS
+        chain.send(a.functions.transfer(pair.address, 3 * E18), chain.alice)
+        with pytest.raises(TransactionFailed, match="K"):
+            chain.send(pair.functions.swap(0, out + 1, chain.alice), chain.alice)
+        chain.send(pair.functions.swap(0, out, chain.alice), chain.alice)
+        assert pair.functions.getReserves().call()[:2] == (r0 + 3 * E18, r1 - out)
 
 
 # --- Chainlink-like feed ------------------------------------------------------------

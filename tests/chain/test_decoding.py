@@ -50,6 +50,10 @@ MAINNET_TOPIC0 = {
         "0xe413a321e8681d831f4dbccbca790d2952b56f977908e45be37335533e005286",
     ("Chainlink", "AnswerUpdated"):
         "0x0559884fd3a460db3073b7fc896cc77986f16e378210ded43186175bf646fc5f",
+    # not on Ethereum: Ramses V3 pools' (and its forks') fee event, 0x0cba8718...df24 as
+    # the logs of such pools on Avalanche show it (golem/chain/contracts/PairV2.vy)
+    ("Ramses V3", "FeeAdjustment"):
+        "0x0cba87189055d3b5ab05c96fbd641bc766576c9e7cf0d195bdfb58a0c6a6df24",
 }
 
 

@@ -109,3 +109,19 @@ def test_amounts_round_to_four_significant_digits_but_keep_whole_units() -> None
     assert round_amount(10**30, WETH, "t") == "1,000,000,000,000 WETH"
     assert round_amount(0, USDC, "t") == "0 USDC"
     assert round_amount(7, None, "token1") == "7 base units of token1"
+
+
+def test_a_pool_fee_change_reads_the_old_and_the_new_fee() -> None:
+    """Ramses V3's FeeAdjustment (fees in hundredths of a basis point): the pool named by
+    the registry, else by its tokens (a Ramses pool is a V3-style pool), else its alias."""
+    event = decode(encode_log(_spec("Ramses V3", "FeeAdjustment"),
+                              {"oldFee": 3_000, "newFee": 10_000}))
+    named = render(event, POOLS, Names({PAIR: "the WETH/USDC pool"}))
+    assert named == Rendering(
+        "Ramses V3 fee adjustment: fee of the WETH/USDC pool set from 0.30% to 1.00%", (PAIR,))
+    assert render(event, POOLS).text.startswith("Ramses V3 fee adjustment: fee of the "
+                                                "WETH/USDC V3 pool set from")
+    lowered = decode(encode_log(_spec("Ramses V3", "FeeAdjustment"),
+                                {"oldFee": 5_500, "newFee": 800}))
+    assert render(lowered).text == (
+        "Ramses V3 fee adjustment: fee of pool b4e1 set from 0.55% to 0.08%")

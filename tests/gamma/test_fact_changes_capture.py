@@ -96,3 +96,32 @@ def test_a_golem_captures_the_changes_and_their_ground_truth(tmp_path: Path) -> 
     # own trades can move the actors' draws, so only one of them is required here (the
     # chain test in tests/chain/test_changes.py shows both on a market without a golem)
     assert sells or reverts
+
+
+@pytest.mark.timeout(300)  # one daemon run of 120 golem seconds
+def test_a_golem_remembers_a_fee_change_and_its_ground_truth(tmp_path: Path) -> None:
+    """The WETH/USDC pool's fee set to 1% at 60 s: Gamma captures the FeeAdjustment log as
+    an episode that names the pool and both fees, and the change is ground truth."""
+    path = tmp_path / "golem.toml"
+    path.write_text(config_text({
+        "golem": {"data_dir": "data", "seed": 5},
+        "grimoire": {"model_dir": str(MODEL)},
+        "logging": {"format": "json", "level": "warning"},
+        "chain": {"changes": {"fee_change_at_s": 60.0, "fee_change_to": 0.01}}}))
+    config = load_config(path)
+    capture = _run(config, 120)
+    assert capture.market is not None
+    m = capture.market.market
+    rows = read_fact_changes(config.data_dir)
+    born = read_ground_truth(config.data_dir)[0][0]
+    assert [(t - born, kind, details) for t, kind, details in rows] == [
+        (60.0, "fee_changed", {"pool": m.pair_weth_usdc, "fee_before": 0.003,
+                               "fee_after": 0.01})]
+    [block] = [c.block_number for c in capture.market.fact_changes]
+    [episode] = [e for e in _episodes(config) if e.payload.get("event") == "FeeAdjustment"]
+    assert episode.block_number == block and episode.protocol == "Ramses V3"
+    assert episode.payload["address"] == m.pair_weth_usdc
+    assert episode.payload["args"] == {"oldFee": 3_000, "newFee": 10_000}
+    assert episode.text.endswith(
+        "Ramses V3 fee adjustment: fee of the WETH/USDC pool set from 0.30% to 1.00%")
+    assert m.pair_weth_usdc in episode.identifiers

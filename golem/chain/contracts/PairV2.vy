@@ -5,6 +5,10 @@
         decoders written against mainnet logs work on the simulated market.
         Liquidity shares are an internal balance (no LP token); tokens are
         transferred in before mint/swap, as with a V2 pair.
+        The swap fee is pair state, 0.30% at deployment as in Uniswap V2, that
+        the deployer (`owner`) can change with `setFee`. It is kept in
+        hundredths of a basis point (1e-6, "pips": 3000 is 0.30%), the unit of
+        the event it emits, and limited to whole basis points up to 10%.
 """
 from ethereum.ercs import IERC20
 
@@ -31,7 +35,22 @@ event Sync:
     reserve0: uint112
     reserve1: uint112
 
+# A fee change is logged with the signature of the event a Ramses V3
+# concentrated-liquidity pool emits when its mutable swap fee changes (old and
+# new fee in hundredths of a basis point): FeeAdjustment(uint24 oldFee,
+# uint24 newFee), topic0 0x0cba8718...a6df24. Source of the signature: `setFee`
+# in contracts/CL/core/libraries/ProtocolActions.sol of the Ramses V3 core
+# (GitHub code-423n4/2024-10-ramses-exchange); the pools of its forks (Shadow,
+# Pharaoh) emit it on their chains too. The code here is our own.
+event FeeAdjustment:
+    oldFee: uint24
+    newFee: uint24
+
 MINIMUM_LIQUIDITY: constant(uint256) = 1000
+BPS: constant(uint256) = 10000  # the swap invariant's scale: fees are whole bps
+PIPS_PER_BPS: constant(uint24) = 100
+V2_FEE: constant(uint24) = 3000  # Uniswap V2's 0.30%, in pips
+MAX_FEE: constant(uint24) = 100000  # 10%, in pips
 
 token0: public(address)
 token1: public(address)
@@ -40,6 +59,8 @@ reserve1: uint112
 blockTimestampLast: uint32
 totalSupply: public(uint256)
 balanceOf: public(HashMap[address, uint256])
+owner: public(address)
+fee: public(uint24)  # in pips (1e-6): 3000 is 0.30%
 
 
 @deploy
@@ -47,6 +68,18 @@ def __init__(_token0: address, _token1: address):
     assert _token0 != _token1, "identical tokens"
     self.token0 = _token0
     self.token1 = _token1
+    self.owner = msg.sender
+    self.fee = V2_FEE
+
+
+@external
+def setFee(newFee: uint24):
+    """@notice Set the swap fee (pips, whole basis points, at most 10%); owner only."""
+    assert msg.sender == self.owner, "only owner"
+    assert newFee <= MAX_FEE and newFee % PIPS_PER_BPS == 0, "bad fee"
+    oldFee: uint24 = self.fee
+    self.fee = newFee
+    log FeeAdjustment(oldFee=oldFee, newFee=newFee)
 
 
 @view
@@ -140,9 +173,12 @@ def swap(amount0Out: uint256, amount1Out: uint256, to: address):
     if balance1 > r1 - amount1Out:
         amount1In = balance1 - (r1 - amount1Out)
     assert amount0In > 0 or amount1In > 0, "insufficient input amount"
-    adjusted0: uint256 = balance0 * 1000 - amount0In * 3
-    adjusted1: uint256 = balance1 * 1000 - amount1In * 3
-    assert adjusted0 * adjusted1 >= r0 * r1 * 1000**2, "K"
+    # Uniswap V2's check at a 1e4 scale (exactly its own at 30 bps): with uint112
+    # reserves the products stay below 2**252
+    fee_bps: uint256 = convert(self.fee // PIPS_PER_BPS, uint256)
+    adjusted0: uint256 = balance0 * BPS - amount0In * fee_bps
+    adjusted1: uint256 = balance1 * BPS - amount1In * fee_bps
+    assert adjusted0 * adjusted1 >= r0 * r1 * BPS**2, "K"
     self._update(balance0, balance1)
     log Swap(
         sender=msg.sender,
