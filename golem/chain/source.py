@@ -148,9 +148,9 @@ class SimulatedSource:
                 accepted = [rules, *(f"{old} compact_every={compact_every}{market_rules}"
                                      for old in OLD_RULES)]
                 if built not in accepted:
+                    unpulled = rules.replace(f" pull_half_life_s={pull_half_life_s:g}", "")
                     hint = " (or set [chain] price_pull_half_life_s = 0: it predates the " \
-                        "price pull)" if pull_half_life_s > 0 and \
-                        "pull_half_life_s=" not in (built or "") else ""
+                        "price pull)" if pull_half_life_s > 0 and built == unpulled else ""
                     raise ConfigError(
                         f"this data dir's simulated chain was built by "
                         f"{built or 'the py-evm chain of earlier versions'}; this version "
