@@ -95,6 +95,17 @@ class OpenPrediction:
     baseline: float
 
 
+@dataclass(frozen=True)
+class PredictionSituation:
+    """A scored prediction as the lab's oracle bound and reference see it
+    (JournalReader.prediction_situations)."""
+
+    golem_time: float
+    observed: str  # what the feed did over the horizon: down, flat or up
+    bucket: str | None  # the trailing-move bucket the decision saw
+    reference: tuple[float, float, float] | None  # the no-change prior's outlook
+
+
 class DecisionJournal:
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
@@ -211,10 +222,7 @@ class DecisionJournal:
             if start is not None and due > start:
                 continue
             start = tick
-            reference = _outlook(ref) if ref_subject is not None and \
-                str(ref_subject).lower() == str(subject).lower() else None
-            if ref_subject is None:
-                reference = _outlook(prior)
+            reference = _reference(subject, ref_subject, ref, prior)
             if reference is None:
                 continue
             outlook = _outlook(own) or stated_outlook(direction, float(confidence))
@@ -337,6 +345,26 @@ class JournalReader:
             out.append((float(at), str(subject), outlook_brier(outlook, observed), bool(hit)))
         return out
 
+    def prediction_situations(self) -> list[PredictionSituation]:
+        """The situation of every scored prediction, in the order and over the rows of
+        ``prediction_scores``: the golem time of its decision, what the feed did (the
+        scoring's class), the trailing-move bucket the decision saw (its record's
+        ``situation``; None where it has none: no tape, or journalled before situations
+        were recorded) and the reference outlook the epistemic clock judges it against
+        (the no-change prior; None where the decision recorded none)."""
+        rows = self._rows("SELECT d.golem_time, p.subject, p.baseline, p.actual, "
+                          "json_extract(d.record, '$.situation.bucket'), "
+                          "json_extract(d.record, '$.knowledge.reference.subject'), "
+                          "json_extract(d.record, '$.knowledge.reference.outlook'), o.prior "
+                          "FROM predictions p JOIN decisions d ON d.tick = p.tick "
+                          "LEFT JOIN outlooks o ON o.tick = p.tick WHERE p.quality IS NOT NULL "
+                          "ORDER BY p.tick, p.id", ())
+        return [PredictionSituation(
+            float(at), observed_direction(float(actual) / float(baseline) - 1.0),
+            None if bucket is None else str(bucket),
+            _reference(subject, ref_subject, ref, prior))
+            for at, subject, baseline, actual, bucket, ref_subject, ref, prior in rows]
+
     def knowledge_ages(self) -> list[tuple[float, list[float | None]]]:
         """(golem time, the observed_to of each attributed entry) of every decision that
         leaned on learned knowledge, in tick order (None where a record has no time)."""
@@ -370,6 +398,16 @@ def _outlook(raw: str | None) -> tuple[float, float, float] | None:
             and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)):
         return (float(values[0]), float(values[1]), float(values[2]))
     return None
+
+
+def _reference(subject: object, ref_subject: object, ref: str | None,
+               prior: str | None) -> tuple[float, float, float] | None:
+    """A prediction's reference outlook: the one its decision recorded for its subject,
+    or (decisions journalled before references were) the offline prior's in
+    ``outlooks``; None when neither applies."""
+    if ref_subject is None:
+        return _outlook(prior)
+    return _outlook(ref) if str(ref_subject).lower() == str(subject).lower() else None
 
 
 def _time_or_none(value: object) -> float | None:

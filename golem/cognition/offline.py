@@ -116,7 +116,7 @@ class Situation:
 
 
 def decide(situation: Situation) -> Decision:
-    move = _move(situation.prices)
+    move = trailing_move(situation.prices)
     words = _words(move)
     if move is None:
         return Decision(
@@ -188,7 +188,7 @@ def cited_attribution(situation: Situation, cited: frozenset[str] | set[str],
     (the conditional outcomes for this feed and move bucket among the cited entries,
     ``_forecast``), each with its share of the pooled mean; and how many of the cited
     facts were malformed. Nothing cited that carries numbers: ()."""
-    move = _move(situation.prices)
+    move = trailing_move(situation.prices)
     if move is None:
         return (), 0
     only = replace(situation, entries=tuple(e for e in situation.entries if e.uri in cited))
@@ -365,7 +365,9 @@ def _names_trade(entry: Entry, situation: Situation) -> bool:
     return situation.trade_pool.lower() in text or any(w in text for w in _TRADE_WORDS)
 
 
-def _move(prices: Sequence[PricePoint]) -> float | None:
+def trailing_move(prices: Sequence[PricePoint]) -> float | None:
+    """The feed's move over the tape (newest answer over oldest, minus 1); None with
+    fewer than two answers or a first answer that is not positive."""
     if len(prices) < 2 or prices[0].price <= 0:
         return None
     return prices[-1].price / prices[0].price - 1.0

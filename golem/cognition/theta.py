@@ -115,6 +115,15 @@ def forecasts_with(entry: SemanticEntry) -> bool:
         entry.status is Status.STAGED and entry.provenance.source is Source.SUCCESSOR)
 
 
+def situation_record(feed: str | None, prices: tuple[PricePoint, ...]) -> dict[str, Any]:
+    """The situation a decision was made in as the journal keeps it: the feed, its
+    trailing move over the tape (None with fewer than two answers) and that move's
+    bucket (``move_bucket``: what the offline tier looks its knowledge up by)."""
+    move = offline.trailing_move(prices)
+    return {"feed": feed, "move": None if move is None else round(move, 8),
+            "bucket": None if move is None else move_bucket(move)}
+
+
 def knowledge_record(decision: Decision | None, entries: tuple[offline.Entry, ...],
                      reference: tuple[str, Outlook] | None = None) -> dict[str, Any]:
     """What the journal keeps of the knowledge behind a decision: each attributed entry
@@ -266,8 +275,10 @@ class ThetaCycle:
         if skipped:
             log.warning("malformed knowledge skipped", count=skipped, tick=ctx.tick)
             self._emit(KnowledgeSkipped(ctx.tick, skipped))
-        # query, phase and live items let Loop 3 re-assemble this tick under other policies
+        # query, phase and live items let Loop 3 re-assemble this tick under other policies;
+        # the situation is what the lab's oracle bound conditions on (golem.lab.oracle)
         record.update(query=query, phase=seen.phase.value,
+                      situation=situation_record(seen.feed, seen.prices),
                       live=[asdict(item) for item in live],
                       frame={"kind": frame.kind.value, "why": frame.why,
                              "delta_share": round(share, 4)},
@@ -449,8 +460,7 @@ class ThetaCycle:
         regime = market_regime(prices).value
         kind = (f"market {label}, {regime} regime" if label else "market state unknown")
         query = f"{kind}: large swaps, liquidations, warnings, price feed {feed or ''}"
-        move = prices[-1].price / prices[0].price - 1.0 if len(prices) >= 2 and \
-            prices[0].price > 0 else None
+        move = offline.trailing_move(prices)
         if feed and move is not None:  # the learned outcomes of situations like this one
             words = BUCKET_WORDS[move_bucket(move)]
             query += (f"; after oracle feed {feed} {words} in regime {regime}, what the next "

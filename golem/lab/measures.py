@@ -8,7 +8,12 @@ The measures are fixed before any run (docs/lab/README.md says why each):
   realised P&L (USD), context tokens per decision, memory size (episodes and entries on
   disk, entries by status), decisions made, the run's wall time, the predictions it
   takes to adapt after a regime switch (``adaptation``), and its uses of stale facts
-  (``stale_uses``).
+  (``stale_uses``);
+* references: the regime-aware oracle bound (``oracle_brier`` and its curve, golem.lab.oracle:
+  outcome frequencies per true regime, move bucket and side of the planted swap, fitted
+  in hindsight on the life's own predictions) and the no-change prior's Brier on the same
+  predictions (``prior_brier``); None where the life has no ground truth or a prediction
+  no reference outlook.
 
 A record is plain JSON (``result.json`` beside the run's data dir), written once the run
 has reached the end of its life, so a report can be rebuilt without the data dirs.
@@ -25,6 +30,7 @@ from typing import Any
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR, JournalReader
 from golem.config import Config
 from golem.gamma.capture import read_fact_changes, read_ground_truth
+from golem.lab import oracle
 from golem.status import collect_status
 
 BINS = 12  # points on a life's Brier curve
@@ -50,9 +56,17 @@ def measure_run(config: Config, birth: float, life_s: float, wall_s: float) -> d
     switches = read_ground_truth(config.data_dir)
     planted = config.chain.planted
     changes = [t for t, kind, _ in read_fact_changes(config.data_dir) if kind in FEED_CHANGES]
-    if planted.enabled and 0 < planted.swap_after_s < life_s:
-        changes.append(birth + planted.swap_after_s)
+    swap_at = birth + planted.swap_after_s \
+        if planted.enabled and 0 < planted.swap_after_s < life_s else None
+    if swap_at is not None:
+        changes.append(swap_at)
     stale, leaned = stale_uses(journal.knowledge_ages(), changes)
+    situations = journal.prediction_situations()
+    made = oracle.calls([(s.golem_time, s.bucket, s.observed) for s in situations],
+                        switches, swap_at)
+    bound = oracle.oracle_briers(made) if made is not None else None
+    prior = oracle.reference_briers([s.reference for s in situations],
+                                    [s.observed for s in situations])
     return {
         "adapt_predictions": adaptation([(t, b) for t, _, b, _ in scores],
                                         [t for t, _ in switches[1:]]),
@@ -61,6 +75,11 @@ def measure_run(config: Config, birth: float, life_s: float, wall_s: float) -> d
         "predictions": len(scores),
         "hit_rate": _mean([1.0 if hit else 0.0 for *_, hit in scores]),
         "brier_curve": brier_curve([(t - birth, b) for t, _, b, _ in scores], life_s),
+        "oracle_brier": None if bound is None else _mean(bound),
+        "oracle_brier_curve": None if bound is None else brier_curve(
+            [(s.golem_time - birth, b) for s, b in zip(situations, bound, strict=True)],
+            life_s),
+        "prior_brier": None if prior is None else _mean(prior),
         "realised_pnl_usd": float(wallet.get("realised_usd", 0.0)),
         "funded_usd": float(wallet.get("funded_usd", 0.0)),
         "decisions": len(tokens),

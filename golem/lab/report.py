@@ -6,6 +6,12 @@ the report can be rebuilt at any time and checked against them: ``summary.json``
 every number the two documents print. Plots are matplotlib (Agg backend: no display),
 embedded in the HTML as data URIs, so the page opens from disk with no network.
 A design whose runs are not all done is reported as far as it goes, and says so.
+
+Beside the arms, each life's references (golem.lab.oracle): the regime-aware oracle
+bound, a hindsight forecaster that reads the true regime (a Brier no golem should
+reach), and the no-change prior on the same predictions. Per arm the report gives the
+gap to the bound (arm minus oracle, paired by seed) and the share of the prior-to-bound
+gap the arm closes. Records written before the bound existed show "n/a".
 """
 
 from __future__ import annotations
@@ -47,6 +53,10 @@ MEASURES: tuple[tuple[str, str, str, bool], ...] = (
     ("adapt_predictions", "predictions to adapt after a regime switch", "", True),
     ("stale_fact_use_share", "share of knowledge-led decisions using stale facts", "", True),
 )
+# each life's references on its own predictions (golem.lab.oracle): the regime-aware
+# hindsight oracle bound and the no-change prior
+BOUNDS = ("oracle_brier", "prior_brier")
+NA = "n/a"  # a reference the runs' records do not hold (written before it existed)
 
 
 def reference_of(arm: str, arms: tuple[str, ...]) -> str | None:
@@ -68,7 +78,7 @@ def summarise(lab: Path, design: Design) -> dict[str, Any]:
         measures = MEASURES + (TRANSFER if arm in SUCCESSORS else ())
         per_seed = {}
         for seed, rec in sorted(mine.items()):
-            values = {key: rec.get(key) for key, *_ in MEASURES}
+            values = {key: rec.get(key) for key in (*(k for k, *_ in MEASURES), *BOUNDS)}
             if arm in SUCCESSORS:
                 values |= transfer(rec, parents.get(seed))
             per_seed[str(seed)] = values
@@ -77,8 +87,10 @@ def summarise(lab: Path, design: Design) -> dict[str, Any]:
             "market_seeds": sorted(market_seed(arm, s) for s in mine),
             "per_seed": per_seed,
             "means": {key: _mean([v.get(key) for v in per_seed.values()])
-                      for key, *_ in measures},
+                      for key in (*(k for k, *_ in measures), *BOUNDS)},
             "curve": _curve([rec.get("brier_curve") or [] for rec in mine.values()]),
+            "oracle": oracle_gap(per_seed, [rec.get("oracle_brier_curve") or []
+                                            for rec in mine.values()]),
         }
     effects: dict[str, Any] = {}
     for arm in design.arms:
@@ -93,7 +105,26 @@ def summarise(lab: Path, design: Design) -> dict[str, Any]:
     return {"version": __version__, "design": design.to_json(),
             "complete": len(done) == len(records), "runs_done": len(done),
             "runs_total": len(records), "arms": arms, "effects": effects,
-            "verdicts": _verdicts(effects)}
+            "verdicts": _verdicts(effects) + _oracle_verdicts(arms)}
+
+
+def oracle_gap(per_seed: dict[str, dict[str, Any]],
+               curves: list[list[float | None]]) -> dict[str, Any]:
+    """An arm against its lives' oracle bound: the paired gap (arm minus oracle Brier,
+    seed by seed, with the effects' bootstrap interval), the share of the gap between
+    the no-change prior and the bound that the arm closes ((prior - arm) / (prior -
+    oracle), on the means over the seeds that have all three; None without such seeds
+    or when the prior is not above the bound), and the bound's curve."""
+    gap = paired_effect({int(s): v.get("brier") for s, v in per_seed.items()},
+                        {int(s): v.get("oracle_brier") for s, v in per_seed.items()})
+    full = [v for v in per_seed.values()
+            if all(isinstance(v.get(k), int | float) for k in ("brier", *BOUNDS))]
+    arm, bound, prior = (_mean([v[k] for v in full]) for k in ("brier", *BOUNDS))
+    closed = None
+    if arm is not None and bound is not None and prior is not None and prior > bound:
+        closed = (prior - arm) / (prior - bound)
+    return {"gap": _effect_json(gap), "closed": closed, "closed_seeds": len(full),
+            "curve": _curve(curves)}
 
 
 def transfer(record: dict[str, Any], parent: dict[str, Any] | None) -> dict[str, Any]:
@@ -196,6 +227,30 @@ def _verdicts(effects: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _oracle_verdicts(arms: dict[str, Any]) -> list[str]:
+    """One sentence on how much of the gap between the no-change prior and the oracle
+    bound the reference arm closes, with the no-memory arm's share beside it."""
+    data = arms.get(REFERENCE)
+    if data is None:
+        return []
+    oracle, means, gap = data["oracle"], data["means"], data["oracle"]["gap"]
+    if oracle["closed"] is None:
+        why = ("the runs' records predate it" if means["oracle_brier"] is None
+               else "no no-change prior recorded" if means["prior_brier"] is None
+               else "the no-change prior is not above the bound")
+        return [f"oracle bound: {NA} for {REFERENCE} ({why})."]
+    interval = f", 95% CI {_interval(gap)}" if gap["ci_low"] is not None else ""
+    line = (f"{REFERENCE} closes {oracle['closed']:.0%} of the gap between the no-change "
+            f"prior ({means['prior_brier']:.4g}) and the regime-aware oracle bound "
+            f"({means['oracle_brier']:.4g}, fitted in hindsight) on its own predictions "
+            f"(Brier {means['brier']:.4g}, {oracle['closed_seeds']} seeds); {REFERENCE} - "
+            f"oracle = {gap['mean_diff']:+.4g}{interval}")
+    other = arms.get("no-memory")
+    if other is not None and other["oracle"]["closed"] is not None:
+        line += f"; no-memory closes {other['oracle']['closed']:.0%} of its own"
+    return [line + "."]
+
+
 # --- plots ----------------------------------------------------------------------------
 
 
@@ -218,9 +273,17 @@ def _curve_png(summary: dict[str, Any]) -> bytes:
         ax.plot(xs, [p["mean"] for _, p in pts], marker="o", label=f"{arm} ({data['runs']})")
         ax.fill_between(xs, [p["low"] for _, p in pts], [p["high"] for _, p in pts],
                         alpha=0.2)
+    for arm, style in ((REFERENCE, "k--"), ("fresh", "k:")):  # the bound of each market
+        curve = summary["arms"].get(arm, {}).get("oracle", {}).get("curve") or []
+        pts = [(i, p) for i, p in enumerate(curve) if p["mean"] is not None]
+        if pts:
+            ax.plot([(i + 0.5) * life_h / len(curve) for i, _ in pts],
+                    [p["mean"] for _, p in pts], style,
+                    label=f"oracle bound, {arm}'s lives (hindsight)")
     ax.set_xlabel("golem time (hours since birth)")
     ax.set_ylabel("mean Brier score (lower is better)")
-    ax.set_title("Prediction quality over a life: mean across seeds, 95% band")
+    ax.set_title("Prediction quality over a life: mean across seeds, 95% band;\n"
+                 "black: the regime-aware oracle bound")
     ax.grid(alpha=0.3)
     ax.legend()
     return _png(fig)
@@ -258,10 +321,33 @@ def _fmt(value: Any) -> str:
 
 
 def _rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    head = ["arm", "runs", *[label for _, label, _, _ in MEASURES]]
-    rows = [[arm, str(data["runs"]), *[_fmt(data["means"][key]) for key, *_ in MEASURES]]
+    primary, *rest = MEASURES
+    head = ["arm", "runs", primary[1], "no-change prior", "oracle bound (hindsight)",
+            "arm - oracle [95% CI]", "prior-to-oracle gap closed",
+            *[label for _, label, _, _ in rest]]
+    rows = [[arm, str(data["runs"]), _fmt(data["means"][primary[0]]),
+             *_bound_cells(data), *[_fmt(data["means"][key]) for key, *_ in rest]]
             for arm, data in summary["arms"].items()]
     return head, rows
+
+
+def _bound_cells(data: dict[str, Any]) -> list[str]:
+    """The references' cells of an arm's row, n/a where its records hold none."""
+    means, oracle = data["means"], data["oracle"]
+    gap = oracle["gap"]
+    cells = [NA if means[key] is None else _fmt(means[key]) for key in ("prior_brier",
+                                                                       "oracle_brier")]
+    if gap["mean_diff"] is None:
+        cells.append(NA)
+    else:
+        ci = f" {_interval(gap)}" if gap["ci_low"] is not None else ""
+        cells.append(f"{gap['mean_diff']:+.4g}{ci}")
+    cells.append(NA if oracle["closed"] is None else f"{oracle['closed']:.0%}")
+    return cells
+
+
+def _interval(effect: dict[str, Any]) -> str:
+    return f"[{effect['ci_low']:+.4g}, {effect['ci_high']:+.4g}]"
 
 
 def _effect_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
