@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from golem.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
-from golem.lab.design import PRESETS, Design, design, parse_seeds
+from golem.lab.design import PRESETS, Design, check_fits, design, parse_seeds
 
 if TYPE_CHECKING:
     from golem.config import Config
@@ -85,7 +86,12 @@ def run_lab_command(args: argparse.Namespace, out: TextIO) -> int:
     from golem.config import parse_config  # noqa: PLC0415
     from golem.lab.arms import arm_names, load_arm, load_base  # noqa: PLC0415
     from golem.lab.report import write_report  # noqa: PLC0415
-    from golem.lab.runner import LabRunner, fix_design, load_design  # noqa: PLC0415
+    from golem.lab.runner import (  # noqa: PLC0415
+        LabRunner,
+        fix_design,
+        load_design,
+        read_result,
+    )
     from golem.runtime.duration import parse_duration  # noqa: PLC0415
 
     if args.lab_command == "arms":
@@ -106,6 +112,10 @@ def run_lab_command(args: argparse.Namespace, out: TextIO) -> int:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     chosen = design(args.preset, arms=arms, seeds=args.seeds, life_s=life)
+    check_fits(chosen, jobs=args.jobs, cores=os.cpu_count() or 1,
+               lives_left=sum(1 for r in chosen.runs if read_result(args.out, r) is None),
+               free_mb=shutil.disk_usage(_existing(args.out)).free / 2**20,
+               where=str(args.out))
     base = load_base(args.base, args.model_dir)
     config = parse_config(tomli_w.dumps(base))
     if config.cognition.provider == "anthropic":
@@ -128,3 +138,11 @@ def run_lab_command(args: argparse.Namespace, out: TextIO) -> int:
                   "run the same command again to retry them\n")
         return EXIT_FAILURE
     return EXIT_OK
+
+
+def _existing(path: Path) -> Path:
+    """``path`` or its nearest existing parent (where its disk space is measured)."""
+    path = path.absolute()
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path

@@ -16,6 +16,12 @@ from typing import Any
 from golem.errors import UsageError
 
 MAX_SEEDS = 1000
+# A life's data dir, kept for inspection: the full preset's 70 lives of 6 golem hours
+# took about 20 GB (~50 MB a golem hour); episode retention and the stores' version
+# cleanup bound a long life's (5.8-7.2 GB at golem day 3 of the default config).
+# benchmarks/README.md has the measurements.
+DISK_MB_PER_GOLEM_HOUR = 50.0
+DISK_MB_PER_LIFE_CAP = 8_000.0
 
 
 @dataclass(frozen=True)
@@ -115,3 +121,27 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     if len(set(seeds)) != len(seeds):
         raise UsageError(f"--seeds: a seed is named twice in {text!r}")
     return tuple(seeds)
+
+
+def life_disk_mb(life_s: float) -> float:
+    """The disk a life of ``life_s`` golem seconds is expected to leave (MB)."""
+    return min(life_s / 3600.0 * DISK_MB_PER_GOLEM_HOUR, DISK_MB_PER_LIFE_CAP)
+
+
+def check_fits(chosen: Design, *, jobs: int, cores: int, lives_left: int,
+               free_mb: float, where: str) -> None:
+    """UsageError, before anything runs, when the design does not fit the machine: more
+    lives at once than cores (each life is a golem process that keeps a core busy), or
+    less free disk at ``where`` than the ``lives_left`` data dirs still to be written
+    are expected to take (``life_disk_mb``)."""
+    if jobs > cores:
+        raise UsageError(f"--jobs {jobs}: this machine has {cores} core(s), and each life "
+                         f"is a golem process that keeps one busy; use --jobs {cores} or "
+                         f"fewer")
+    need = lives_left * life_disk_mb(chosen.life_s)
+    if need > free_mb:
+        raise UsageError(
+            f"the {lives_left} lives left need about {need / 1024:.1f} GB for their data "
+            f"dirs (kept for inspection, about {DISK_MB_PER_GOLEM_HOUR:g} MB a golem hour "
+            f"each), and {where} has {free_mb / 1024:.1f} GB free: free some space, choose "
+            f"another --out, or a shorter --life or fewer --seeds")

@@ -10,7 +10,7 @@ import pytest
 from golem.config import parse_config
 from golem.errors import UsageError
 from golem.lab.arms import arm_names, load_arm, load_base, merged, run_config
-from golem.lab.design import Run, design, parse_seeds
+from golem.lab.design import Run, check_fits, design, life_disk_mb, parse_seeds
 from golem.lab.effects import paired_effect
 from golem.lab.measures import adaptation, stale_uses
 from golem.lab.succession import market_seed
@@ -131,3 +131,26 @@ def test_stale_uses_count_knowledge_last_seen_before_the_latest_change() -> None
     assert stale_uses(ages, [20.0, 10.0]) == (2, 4)
     assert stale_uses(ages, []) == (0, 0)
     assert stale_uses([], [10.0]) == (0, 0)
+
+
+def test_a_design_that_does_not_fit_the_cores_or_the_disk_is_refused() -> None:
+    full = design("full")
+    check_fits(full, jobs=2, cores=2, lives_left=70, free_mb=30_000, where="lab")
+    with pytest.raises(UsageError, match="--jobs 3: this machine has 2 core"):
+        check_fits(full, jobs=3, cores=2, lives_left=70, free_mb=30_000, where="lab")
+    # 70 six-hour lives at 50 MB a golem hour: about 20.5 GB
+    assert 70 * life_disk_mb(full.life_s) == pytest.approx(21_000)
+    with pytest.raises(UsageError, match=r"70 lives left need about 20\.5 GB.*lab has "
+                                         r"9\.8 GB free"):
+        check_fits(full, jobs=2, cores=2, lives_left=70, free_mb=10_000, where="lab")
+    check_fits(full, jobs=2, cores=2, lives_left=20, free_mb=10_000, where="lab")  # resumed
+    month = design("full", life_s=30 * 86_400.0)  # retention bounds a long life's data dir
+    assert life_disk_mb(month.life_s) == 8_000 > life_disk_mb(3 * 86_400.0) == 3_600
+
+
+def test_the_command_refuses_more_jobs_than_cores_before_anything_runs(tmp_path) -> None:
+    done = run_golem("lab", "run", "--out", str(tmp_path / "lab"), "--jobs", "4096",
+                     timeout=60)
+    assert done.returncode == 64, done.stderr
+    assert "--jobs 4096: this machine has" in done.stderr
+    assert not (tmp_path / "lab").exists()
