@@ -29,6 +29,7 @@ from golem.actions.proposal import ProposedAction
 from golem.actions.signer import build_signed
 from golem.actions.wallet import CREDENTIAL, open_wallet
 from golem.chain.evm import ChainError
+from golem.chain.fees import PIPS
 from golem.chain.market import load_market
 from golem.chain.names import market_names
 from golem.chain.rpc_evm import NodeEvm
@@ -110,6 +111,17 @@ class Executor:
     def trade_pool(self) -> str:
         """The pool the offline tier trades in (WETH/USDC), by address."""
         return self.valuer.market.pair_weth_usdc
+
+    async def trade_fee(self) -> float | None:
+        """The trade pool's current swap fee as a fraction (0.003: 0.3%), read from the
+        pool; None (logged) when the chain does not answer."""
+        try:
+            pips = await anyio.to_thread.run_sync(self.valuer.fee, self.trade_pool)
+        except ChainError as exc:
+            log.warning("the trade pool's fee could not be read", pool=self.trade_pool,
+                        error=str(exc))
+            return None
+        return pips / PIPS
 
     def venues(self) -> str:
         """Where actions can go, for the model's view (addresses are what actions name)."""

@@ -32,8 +32,10 @@ decision schema a model would:
   trailing move's sign (up without a move). The magnitude is the forecast's absolute
   mean. The decision records the outlook (``Decision.outlook``) and which entries
   moved the forecast and by how much (``Decision.attribution``);
-- a trade needs a learned expected move beyond SWAP_COST (fee and impact) by
-  MIN_EDGE, in the predicted direction: the prior alone never trades. It is sized by
+- a trade needs a learned expected move beyond the swap's cost (``Situation.swap_cost``:
+  the trading pool's current fee, read from the pool, plus IMPACT_ALLOWANCE for price
+  impact; SWAP_COST at V2's 0.3% fee when unknown) by MIN_EDGE, in the predicted
+  direction: the prior alone never trades. It is sized by
   how far the outlook leans (up minus down) and by the golem's own record, its
   procedural facts (``FactKind.PROCEDURAL``, "strategy" "swap"): how often its swaps
   went through, and how often its swaps of this side (buy: up, sell: down) in this
@@ -88,7 +90,8 @@ HORIZON_S = 300.0  # HORIZON_TICKS of Theta's default 60 s
 MIN_PRIOR_STDDEV = 1e-4  # a flat tape still leaves the prior some spread
 TIE = 1e-9
 OTHER_REGIME_WEIGHT = 0.5
-SWAP_COST = 0.0035  # the pool's 0.3% fee and some price impact, as a fraction
+IMPACT_ALLOWANCE = 0.0005  # price impact a small swap pays beside the fee, a fraction
+SWAP_COST = 0.003 + IMPACT_ALLOWANCE  # at a V2 pool's 0.3% fee
 MIN_EDGE = 0.001
 _CAUTION = ("warning", "anti-knowledge", "anti_knowledge", "never", "revert", "honeypot")
 
@@ -113,6 +116,7 @@ class Situation:
     regime: str = ""  # the regime Theta reads from the tape
     horizon_s: float = HORIZON_S  # the predictions' horizon in seconds
     record: Record | None = None  # the forecasters' recent record; None: knowledge alone
+    swap_cost: float = SWAP_COST  # a swap's cost on the trade pool (fee + impact), fraction
 
 
 def decide(situation: Situation) -> Decision:
@@ -326,7 +330,7 @@ def _trade(situation: Situation, forecast: Forecast, direction: str, sizing: flo
     if forecast.from_prior:
         return ProposedAction("hold", reason="offline tier: nothing learned about this "
                                              "situation yet (the prior expects no change)")
-    edge = abs(forecast.mean) - SWAP_COST
+    edge = abs(forecast.mean) - situation.swap_cost
     agrees = (direction == "up" and forecast.mean > 0) or \
         (direction == "down" and forecast.mean < 0)
     if not agrees or edge < MIN_EDGE:

@@ -387,9 +387,16 @@ class ThetaCycle:
         if pool and not check(ProposedAction("swap", pool, offline.QUOTE, offline.BASE),
                               self.cage, NO_POSITIONS).accepted:
             pool = ""  # the cage would refuse any trade there: the offline tier holds
+        cost = offline.SWAP_COST
+        if pool and self.executor is not None:
+            # the pool's fee of now: a fee raised mid-life raises the bar to trade; a fee
+            # that cannot be read means no trade this tick
+            fee = await self.executor.trade_fee()
+            pool, cost = ("", cost) if fee is None else (pool, fee + offline.IMPACT_ALLOWANCE)
         situation = offline.Situation(feed or "no feed", prices, entries, escalated,
                                       holdings, pool, self.cage.max_notional_usd,
-                                      market_regime(prices).value, self.horizon_s)
+                                      market_regime(prices).value, self.horizon_s,
+                                      swap_cost=cost)
         if tier is Tier.T0 or self.model is None:
             scored = await anyio.to_thread.run_sync(self.journal.outlook_record,
                                                     experts.WINDOW)

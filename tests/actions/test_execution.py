@@ -119,7 +119,9 @@ def test_after_a_fee_change_the_golems_swap_is_quoted_at_the_new_fee(tmp_path: P
     gets exactly the quote at 0.5%, less than V2's 0.3% would have given."""
     sim = Sim(tmp_path, changes=FactChanges(fee_change_at_s=5.0, fee_change_to=0.005))
     try:
+        assert anyio.run(sim.ex.trade_fee) == pytest.approx(0.003)  # what Theta prices in
         sim.source.advance(sim.now + 5, 5.0)  # 15 s after birth: the fee changes
+        assert anyio.run(sim.ex.trade_fee) == pytest.approx(0.005)
         assert [c.kind for c in sim.source.fact_changes] == [FEE]
         pair, weth = sim.m.pair_weth_usdc, sim.m.weth.address
         assert sim.ex.valuer.fee(pair) == 5_000

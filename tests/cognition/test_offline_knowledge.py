@@ -199,3 +199,15 @@ def test_knowledge_is_weighed_against_the_prior_by_its_recent_record() -> None:
     assert "share against the prior" in h.analysis
     better = record([Scored(knows, prior, "up")] * 40)
     assert decide(replace(situation(revert), record=better)) == alone
+
+
+def test_a_raised_pool_fee_raises_the_bar_to_trade() -> None:
+    """The swap's cost is the pool's fee of now (Theta reads it from the pool): an edge
+    that pays at V2's 0.3% holds once the fee has been raised past it."""
+    learned = outcome("x", mean=0.012, p_up=0.9)
+    cheap = decide(situation(learned))
+    assert cheap.actions[0].kind == "swap"
+    assert replace(situation(learned), swap_cost=SWAP_COST).swap_cost == situation().swap_cost
+    dear = decide(replace(situation(learned), swap_cost=0.05))
+    assert dear.actions[0].kind == "hold" and "no edge after costs" in dear.actions[0].reason
+    assert dear.predictions == cheap.predictions  # the forecast is the same; only the act
