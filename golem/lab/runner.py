@@ -159,10 +159,18 @@ class LabRunner:
     def _pool(self, runs: list[Run], progress: _Progress, bar: Any) -> list[Run]:
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             futures = {pool.submit(self._one, run, progress): run for run in runs}
-            while any(not f.done() for f in futures):
-                time.sleep(POLL_S)
-                bar.n = round(progress.total() / 3600, 2)
-                bar.refresh()
+            try:
+                while any(not f.done() for f in futures):
+                    time.sleep(POLL_S)
+                    bar.n = round(progress.total() / 3600, 2)
+                    bar.refresh()
+            except KeyboardInterrupt:
+                # stop the running golems and start no other (leaving the pool waits for
+                # the threads, which return once their golem has stopped)
+                self.stop()
+                for future in futures:
+                    future.cancel()
+                raise
             return [run for future, run in futures.items() if not future.result()]
 
     def _parent_died(self, seed: int) -> bool:
@@ -248,10 +256,11 @@ class LabRunner:
         attempts = _attempts(path)
         attempts.append({"wall_s": round(wall, 3), "exit": child.returncode})
         write_json_atomic(path / "attempts.json", attempts)
+        if self.stopping.is_set():  # stopped short of its end (exit 0 too): resumed later
+            return False
         if child.returncode != 0:
-            if not self.stopping.is_set():
-                self.out.write(f"lab: {run.key} failed (exit {child.returncode}); "
-                               f"see {path / 'run.log'}\n")
+            self.out.write(f"lab: {run.key} failed (exit {child.returncode}); "
+                           f"see {path / 'run.log'}\n")
             return False
         record = measure_run(config, birth, self.design.life_s,
                              sum(a["wall_s"] for a in attempts))
