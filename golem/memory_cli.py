@@ -99,6 +99,18 @@ def add_memory_parser(sub: Any, config_arg: Callable[[argparse.ArgumentParser], 
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     config_arg(reembed)
 
+    compact = msub.add_parser(
+        "compact", help="give back the disk old versions of the episode store hold",
+        description="Compact the episode store (merge its fragments, fold new rows into "
+                    "its indexes) and delete its old versions. A running "
+                    "golem keeps versions for `version_retention_s` of wall time for readers "
+                    "in other processes, and at simulated max speed they can hold several "
+                    "GB until the next scheduled compaction. Run it with the golem stopped "
+                    "(this takes the data-dir lock), e.g. on a lab life or a golem that has "
+                    "died. Prints the store's rows, fragments and versions before and after "
+                    "as JSON.")
+    config_arg(compact)
+
     rebuild = msub.add_parser(
         "rebuild-episodes", help="set a damaged episode store aside and capture it again",
         description="Move the episode store to episodes.damaged-<time> (kept for inspection) "
@@ -120,6 +132,8 @@ def run_memory_command(args: argparse.Namespace, config: Config, out: TextIO) ->
         _add_request(args).check(config.grimoire.max_text_chars)
     if command == "reembed":
         return _reembed(config, out)
+    if command == "compact":
+        return _compact(config, out)
     if command == "rebuild-episodes":
         from golem.integrity.rebuild import rebuild_episodes  # noqa: PLC0415
 
@@ -130,7 +144,7 @@ def run_memory_command(args: argparse.Namespace, config: Config, out: TextIO) ->
                      backend_options={"use_uvloop": True})
 
 
-async def _with_grimoire(config: Config, body: Callable[[Grimoire], Awaitable[int]]) -> int:
+async def _with_grimoire(config: Config, body: Callable[[Grimoire], Awaitable[T]]) -> T:
     from golem.grimoire.grimoire import Grimoire  # noqa: PLC0415
 
     # Not the owner: a golem may be running on the data dir (reembed, which takes the
@@ -228,6 +242,22 @@ def _reembed(config: Config, out: TextIO, err: TextIO = sys.stderr) -> int:
     try:
         report = anyio.run(functools.partial(reembed_all, config, lambda e: rerender(e, names),
                                              progress),
+                           backend_options={"use_uvloop": True})
+    finally:
+        lock.release()
+    out.write(json.dumps(to_jsonable(report)) + "\n")
+    return EXIT_OK
+
+
+def _compact(config: Config, out: TextIO) -> int:
+    if not config.data_dir.exists():
+        raise StoreCorrupt(f"no memory at {config.data_dir}: nothing to compact")
+    lock = DataDirLock(config.data_dir)
+    lock.acquire()  # LockHeldError (exit 75) while a golem runs on it
+    try:
+        async def optimize(g: Grimoire) -> dict[str, Any]:
+            return await g.optimize(0.0)
+        report = anyio.run(_with_grimoire, config, optimize,
                            backend_options={"use_uvloop": True})
     finally:
         lock.release()

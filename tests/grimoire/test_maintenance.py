@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,7 +21,9 @@ from golem.grimoire.records import Status
 from golem.grimoire.semantic_upkeep import upkeep
 from golem.runtime.clock import WallClock
 from golem.runtime.handlers import TickContext
+from golem.runtime.lock import DataDirLock
 
+from ..conftest import run_golem
 from .test_grimoire import NOW, swap_episode, write_config
 
 T = TypeVar("T")
@@ -135,3 +138,37 @@ def test_handler_compacts_early_past_the_disk_cap_and_warns(tmp_path: Path, mode
     assert quiet["optimized"] == 0 and quiet["disk_bytes"] > 0
     warnings = [e for e in logs if e["event"] == "grimoire data dir is over its disk cap"]
     assert len(warnings) == 2 and set(warnings[0]["stores"]) >= {"episodes", "grimoire"}
+
+
+def test_golem_memory_compact_drops_the_old_versions(tmp_path: Path, model_dir: Path,
+                                                           embedder: Embedder) -> None:
+    """`golem memory compact` on a stopped golem's data dir: the episode store keeps its
+    rows and drops its old versions; while the data dir is locked it refuses."""
+    cfg = write_config(tmp_path, model_dir)
+
+    async def body(g: Grimoire) -> None:
+        for i in range(5):  # five writes: five more versions
+            await g.add_episodes([swap_episode(i)])
+
+    with_grimoire(cfg, embedder, body)
+    config = str(tmp_path / "golem.toml")
+    lock = DataDirLock(cfg.data_dir)
+    lock.acquire()
+    try:
+        held = run_golem("memory", "compact", "--config", config)
+    finally:
+        lock.release()
+    assert held.returncode == 75 and "in use" in held.stderr
+    done = run_golem("memory", "compact", "--config", config, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["before"]["versions"] >= 5
+    assert report["after"]["versions"] <= 2  # the compaction's own, and its parent
+    assert report["after"]["rows"] == report["before"]["rows"] == 5
+    assert report["after"]["bytes"] < report["before"]["bytes"]
+
+    async def after(g: Grimoire) -> None:
+        hits = await g.recall("whale sold WETH on the ETH/USDC pool", k=5)
+        assert not hits.refused and len(hits.hits) == 5
+
+    with_grimoire(cfg, embedder, after)
