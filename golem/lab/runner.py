@@ -52,6 +52,7 @@ LAB_FILE = "lab.json"
 RESULT = "result.json"
 POLL_S = 1.0
 STOP_GRACE_S = 60.0
+END_SLACK_S = 120.0  # a life that stopped this close to its end reached it
 
 
 def run_dir(lab: Path, run: Run) -> Path:
@@ -262,9 +263,17 @@ class LabRunner:
             self.out.write(f"lab: {run.key} failed (exit {child.returncode}); "
                            f"see {path / 'run.log'}\n")
             return False
+        lived, death = _lived(config.data_dir, birth), read_death(config.data_dir)
+        if death is None and lived < self.design.life_s - END_SLACK_S:
+            # a golem stopped from outside (a signal not sent by this lab) exits 0 too
+            self.out.write(f"lab: {run.key} stopped at golem hour {lived / 3600:.2f} of "
+                           f"{self.design.life_s / 3600:g} without dying; not recorded (run "
+                           f"again to continue it)\n")
+            return False
         record = measure_run(config, birth, self.design.life_s,
                              sum(a["wall_s"] for a in attempts))
-        record |= {"arm": run.arm, "seed": run.seed}
+        record |= {"arm": run.arm, "seed": run.seed, "lived_s": round(lived, 1),
+                   "died": None if death is None else death.cause}
         write_json_atomic(path / RESULT, record)
         progress.set(run, self.design.life_s)
         brier = record["brier"]

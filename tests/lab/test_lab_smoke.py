@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from golem.lab.design import PRESETS
+from golem.lab.runner import END_SLACK_S
 
 from ..conftest import REPO, run_golem
 
@@ -103,6 +104,9 @@ def test_smoke_runs_every_arm_on_every_seed_and_reports_their_own_numbers(
             record = json.loads((run / "result.json").read_text())
             assert record["brier"] == pytest.approx(sum(briers) / len(briers))
             assert record["predictions"] == len(briers)
+            # it lived its whole life (or died), by its own state store's clock
+            assert record["died"] is not None or \
+                record["lived_s"] >= preset.life_s - END_SLACK_S
             switches = (run / "data/chain/ground_truth.jsonl").read_text().splitlines()
             assert record["regime_switches"] == len(switches) - 1
             assert summary["arms"][arm]["per_seed"][str(seed)]["brier"] == record["brier"]
