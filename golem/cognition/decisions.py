@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from golem.actions.proposal import ACTION_KINDS, ProposedAction
+from golem.cognition.predictions import Outlook
 
 DIRECTIONS = ("up", "down", "flat")
 MAX_ANALYSIS_CHARS = 4000
@@ -54,12 +55,12 @@ class Decision:
     # knowledge drove the prediction (empty when nothing learned did)
     attribution: tuple[tuple[str, float], ...] = ()
     # the offline tier's probabilities of down, flat and up over the horizon
-    outlook: tuple[float, float, float] | None = None
+    outlook: Outlook | None = None
     # consolidated facts in view that were malformed and so ignored
     skipped_knowledge: int = 0
     # the offline tier's two forecasters' outlooks (down, flat, up), (knowledge, prior),
     # whatever weight it gave them (golem.cognition.experts); None for a model's decision
-    outlooks: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
+    outlooks: tuple[Outlook, Outlook] | None = None
 
 
 @dataclass(frozen=True)

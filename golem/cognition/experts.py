@@ -29,9 +29,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from golem.cognition.predictions import outlook_brier
+from golem.cognition.predictions import Outlook, outlook_brier
 
-Outlook = tuple[float, float, float]  # probabilities of down, flat, up
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)  # the knowledge's share of the forecast
 WINDOW = 60  # the scored predictions compared
 MIN_SCORED = 20  # fewer: the prior alone

@@ -41,13 +41,12 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from golem.cognition.predictions import FLAT_BAND, observed_direction
+from golem.cognition.predictions import FLAT_BAND, Outlook, observed_direction
 from golem.perception.market import PricePoint
 
 PRIOR_WEIGHT = 5.0  # the prior counts as this many observations
 DEFAULT_PRIOR_STDDEV = 0.01
 DIRECTIONS = ("down", "flat", "up")  # the order of an Outlook
-Outlook = tuple[float, float, float]  # probabilities of down, flat, up; they sum to 1
 P_CLIP = 1e-3  # a pooled share of "up" is kept this far from 0 and 1 for its quantile
 _UNIT = statistics.NormalDist()
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from golem.cognition.experts import Outlook, Scored
+from golem.cognition.experts import Scored
 from golem.cognition.predictions import (
+    Outlook,
     beat_reference,
     observed_direction,
     outlook_brier,
@@ -103,7 +104,7 @@ class PredictionSituation:
     golem_time: float
     observed: str  # what the feed did over the horizon: down, flat or up
     bucket: str | None  # the trailing-move bucket the decision saw
-    reference: tuple[float, float, float] | None  # the no-change prior's outlook
+    reference: Outlook | None  # the no-change prior's outlook
 
 
 class DecisionJournal:
@@ -388,7 +389,7 @@ class JournalReader:
         return read_only_rows(self.path, "the decision journal", sql, args) or []
 
 
-def _outlook(raw: str | None) -> tuple[float, float, float] | None:
+def _outlook(raw: str | None) -> Outlook | None:
     """A journalled outlook (JSON [down, flat, up]), None when absent or malformed."""
     try:
         values = json.loads(raw) if raw else None
@@ -401,7 +402,7 @@ def _outlook(raw: str | None) -> tuple[float, float, float] | None:
 
 
 def _reference(subject: object, ref_subject: object, ref: str | None,
-               prior: str | None) -> tuple[float, float, float] | None:
+               prior: str | None) -> Outlook | None:
     """A prediction's reference outlook: the one its decision recorded for its subject,
     or (decisions journalled before references were) the offline prior's in
     ``outlooks``; None when neither applies."""

@@ -69,11 +69,11 @@ from golem.cognition.forecast import (
     DIRECTIONS,
     Evidence,
     Forecast,
-    Outlook,
     combine,
     horizon_stddev,
     usable,
 )
+from golem.cognition.predictions import Outlook
 from golem.governor.workspace import Knowledge
 from golem.perception.market import TREND_MOVE, PricePoint, move_bucket
 

@@ -33,9 +33,10 @@ def observed_direction(move: float, flat_band: float = FLAT_BAND) -> str:
 
 
 CLASSES = ("down", "flat", "up")  # the order of a three-way outlook
+Outlook = tuple[float, float, float]  # probabilities of down, flat, up; they sum to 1
 
 
-def stated_outlook(direction: str, confidence: float) -> tuple[float, float, float]:
+def stated_outlook(direction: str, confidence: float) -> Outlook:
     """The outlook a bare prediction states: its confidence on its direction, the rest
     split evenly over the other two classes (ValueError for an unknown direction)."""
     if direction not in CLASSES:
@@ -45,7 +46,7 @@ def stated_outlook(direction: str, confidence: float) -> tuple[float, float, flo
     return down, flat, up
 
 
-def outlook_brier(outlook: tuple[float, float, float], observed: str) -> float:
+def outlook_brier(outlook: Outlook, observed: str) -> float:
     """The three-way Brier score of an outlook (down, flat, up) against the observed
     class: the sum of squared differences, 0 (certain and right) to 2 (certain and
     wrong). A proper scoring rule: only the true probabilities minimise its expectation,
@@ -54,7 +55,7 @@ def outlook_brier(outlook: tuple[float, float, float], observed: str) -> float:
                for p, c in zip(outlook, CLASSES, strict=True))
 
 
-def beat_reference(outlook: tuple[float, float, float], reference: tuple[float, float, float],
+def beat_reference(outlook: Outlook, reference: Outlook,
                    observed: str) -> bool | None:
     """Whether a prediction's outlook scored a better (True) or worse (False) three-way
     Brier than the reference outlook on what the feed did; None when the two differ by

@@ -40,10 +40,9 @@ from golem.actions.cage import Cage, Portfolio, Verdict, check
 from golem.actions.proposal import ProposedAction
 from golem.cognition import experts, offline, theta_state
 from golem.cognition.decisions import Decision, Malformed
-from golem.cognition.forecast import Outlook
 from golem.cognition.frames import Keyframes
 from golem.cognition.journal import DecisionJournal, Outcome
-from golem.cognition.predictions import score_prediction
+from golem.cognition.predictions import Outlook, score_prediction
 from golem.cognition.tiers import Tier, route_tier
 from golem.events import (
     ContextAssembled,

@@ -44,10 +44,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from golem.cognition.predictions import CLASSES, outlook_brier
+from golem.cognition.predictions import CLASSES, Outlook, outlook_brier
 
 SMOOTHING = 1.0  # pseudo-counts added to each outcome class of a cell
-Outlook = tuple[float, float, float]
 
 
 @dataclass(frozen=True)
