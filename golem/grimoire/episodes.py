@@ -71,6 +71,10 @@ FTS_INDEX = "text_idx"  # LanceDB's default name for the index on "text"
 # one until they are slower than an exact search. Past this many, maybe_build_index
 # retrains the index, which leaves one.
 MAX_VECTOR_SEGMENTS = 4
+# The index's kmeans, lighter than LanceDB's defaults (50 iterations, 256 training
+# vectors a partition): benchmarks/README.md, index_training.py, has why.
+IVF_MAX_ITERATIONS = 20
+IVF_SAMPLE_RATE = 64
 FTS_REFRESH_ROWS = 1000
 _CONFIGURED = GrimoireSection()  # the defaults of a store opened without a config
 
@@ -520,19 +524,20 @@ class EpisodeStore:
 
     # ----- maintenance ----------------------------------------------------------------------
 
-    def maybe_build_index(self) -> bool:
+    def maybe_build_index(self, older_than_s: float = 3600.0) -> bool:
         """Keep search fast; call it from a maintenance loop. Trains the IVF_SQ cosine index
         once the table holds index_min_rows, and retrains it on 20% growth, past
         MAX_VECTOR_SEGMENTS delta segments, or when its kind is not INDEX_KIND; folds rows
         written since the last optimize into the indexes once there are more than
         FTS_REFRESH_ROWS of them (unindexed rows are still found, but every text search
-        scans them). Reconnects when it did work. Returns whether it did any work."""
+        scans them), with an ``optimize(older_than_s)``. Reconnects when it did work.
+        Returns whether it did any work."""
         self._require_match()
         did = False
         with self._write_lock, self._vendor("index build"):
             text_index = self._table.index_stats(FTS_INDEX)
             if text_index is not None and text_index.num_unindexed_rows > FTS_REFRESH_ROWS:
-                self._optimize(3600.0)
+                self._optimize(older_than_s)
                 did = True
             rows = int(self._table.count_rows())
             trained = self._meta.index_rows
@@ -548,7 +553,8 @@ class EpisodeStore:
                 # the target, and with the default target it merges the partitions into a
                 # handful, so every search would scan all rows.
                 self._table.create_index("vector", config=IvfSq(
-                    distance_type="cosine", target_partition_size=max(1, rows // partitions)),
+                    distance_type="cosine", target_partition_size=max(1, rows // partitions),
+                    max_iterations=IVF_MAX_ITERATIONS, sample_rate=IVF_SAMPLE_RATE),
                     replace=True)
                 self._set_meta(layout.StoreMeta(self._meta.table, self._meta.signature, rows,
                                                 layout.INDEX_KIND))

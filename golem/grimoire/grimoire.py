@@ -588,8 +588,11 @@ class Grimoire(KnowledgeMaintenance):
                                       "decayed below the eviction threshold"))
         return report
 
-    async def refresh_index(self) -> bool:
-        return await self._store(self._episodes.maybe_build_index)
+    async def refresh_index(self, older_than_s: float = 3600.0) -> bool:
+        """Fold new rows into the episode indexes and retrain the vector index when due
+        (EpisodeStore.maybe_build_index); a fold drops versions older than
+        ``older_than_s`` wall seconds. Returns whether it did any work."""
+        return await self._store(self._episodes.maybe_build_index, older_than_s)
 
     async def optimize(self, older_than_s: float = 3600.0) -> dict[str, Any]:
         """Compact the episode store; versions older than ``older_than_s`` wall seconds go

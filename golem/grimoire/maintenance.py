@@ -89,7 +89,7 @@ class GrimoireMaintenance:
         if self.decay:
             decay = await self.grimoire.apply_decay()
             counters.update(decayed=decay.decayed, forgotten=decay.forgotten)
-        counters["indexed"] = int(await self.grimoire.refresh_index())
+        counters["indexed"] = int(await self.grimoire.refresh_index(self.version_retention_s))
         over = False
         if ctx.tick % self.disk_every == 0:
             usage = await anyio.to_thread.run_sync(disk_usage, self.grimoire.data_dir)
