@@ -68,17 +68,19 @@ def side(variant: str, writes: int) -> list[tuple[int, int, int]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writes", type=int, default=1200)
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help=f"comma-separated, of {', '.join(VARIANTS)}")
     parser.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.variant:
-        json.dump(side(args.variant, args.writes), sys.stdout)
+        sys.stdout.write("\n" + json.dumps(side(args.variant, args.writes)) + "\n")
         return
     out = {}
-    for variant in VARIANTS:
+    for variant in args.variants.split(","):
         run = subprocess.run([sys.executable, __file__, "--variant", variant,
                               "--writes", str(args.writes)],
                              capture_output=True, text=True, check=True)
-        out[variant] = json.loads(run.stdout)
+        out[variant] = json.loads(run.stdout.strip().splitlines()[-1])  # after any log lines
     json.dump({"writes": args.writes, "rss_mb_versions": out}, sys.stdout)
     sys.stdout.write("\n")
 

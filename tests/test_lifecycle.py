@@ -310,6 +310,43 @@ def test_the_golem_command_keeps_large_buffers_in_their_own_mappings() -> None:
     assert probe("tune", MALLOC_MMAP_THRESHOLD_="8388608") == ["MALLOC_ARENA_MAX", "False"]
 
 
+TRIM_PROBE = """
+import ctypes
+from golem.runtime.heap import trim_heap
+def rss_mb():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS")) >> 10
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks",
+                "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+blocks = [libc.malloc(64 << 10) for _ in range(1600)]  # 100 MiB of heap, below mmap's threshold
+for block in blocks:
+    ctypes.memset(block, 1, 64 << 10)  # resident
+for block in blocks[:-1]:  # the last one pins the heap's top: only a trim gives the rest back
+    libc.free(block)
+pinned = libc.mallinfo2().keepcost < 1 << 20
+before = rss_mb()
+released = trim_heap()
+print(pinned, released, before - rss_mb())
+"""
+
+
+def test_trim_heap_hands_pages_freed_inside_the_heap_back() -> None:
+    """Memory freed below a live block stays the process's (glibc trims only the heap's
+    top); trim_heap releases it, which is what a reconnect after a LanceDB compaction or
+    index build relies on."""
+    env = {k: v for k, v in child_env().items() if not k.startswith("MALLOC_")}
+    done = subprocess.run([sys.executable, "-c", TRIM_PROBE], capture_output=True, text=True,
+                          env=env, timeout=60, check=True)
+    pinned, released, dropped_mb = done.stdout.split()
+    assert (pinned, released) == ("True", "True")
+    assert int(dropped_mb) >= 80
+
+
 def test_stop_at_names_a_golem_time_that_restarts_do_not_move(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_config(tmp_path, chain={"mode": "off"})

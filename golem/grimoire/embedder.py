@@ -9,8 +9,6 @@ can never silently mix vector spaces.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import gc
 import hashlib
 import json
@@ -34,6 +32,7 @@ from fastembed.common.model_description import ModelSource, PoolingType
 from golem.grimoire.errors import EmbedderUnavailable, GrimoireError, InvalidMemory
 from golem.grimoire.shapes import episode_shape
 from golem.grimoire.signature import ModelSignature, preprocess_hash
+from golem.runtime.heap import trim_heap
 
 MODEL_FILE = "model.onnx"
 MANIFEST_FILE = "manifest.json"
@@ -88,7 +87,7 @@ def _stop_spinning(model: TextEmbedding, model_dir: Path, threads: int) -> None:
         return  # another fastembed layout: keep its session
     inner.model = None  # free the first session before building the second (peak RSS)
     gc.collect()
-    _trim_heap()
+    trim_heap()  # loading the model frees many temporaries
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = options.inter_op_num_threads = threads
@@ -98,14 +97,7 @@ def _stop_spinning(model: TextEmbedding, model_dir: Path, threads: int) -> None:
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     inner.model = ort.InferenceSession(str(model_dir / MODEL_FILE), sess_options=options,
                                        providers=["CPUExecutionProvider"])
-    _trim_heap()
-
-
-def _trim_heap() -> None:
-    """Hand freed heap pages back to the OS (glibc keeps them, and loading a model frees
-    many temporaries). A no-op where there is no malloc_trim (musl, macOS)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    trim_heap()  # loading the model frees many temporaries
 
 
 def read_signature(model_dir: Path) -> ModelSignature:

@@ -62,6 +62,7 @@ from golem.grimoire.errors import GrimoireError, InvalidMemory, SignatureMismatc
 from golem.grimoire.records import Episode, EpisodeRef
 from golem.grimoire.replays import ReplayCounts
 from golem.grimoire.signature import ModelSignature
+from golem.runtime.heap import trim_heap
 
 log = structlog.get_logger("golem.grimoire")
 REINDEX_GROWTH = 1.2  # retrain the vector index when the table grew by 20% since training
@@ -176,11 +177,13 @@ class EpisodeStore:
     def reconnect(self) -> None:
         """Replace the LanceDB connection and its session with fresh ones, giving back the
         memory each compaction or index build leaves in the session beyond its cache bounds
-        (benchmarks/episode_maintenance_rss.py). The next searches reload the index;
-        searches already running keep the old handle."""
+        (benchmarks/episode_maintenance_rss.py), and hands freed heap pages back to the OS.
+        The next searches reload the index; searches already running keep the old
+        handle."""
         with self._write_lock, self._vendor("reconnect"):
             db = _connect(self.directory, self._cache_mb)
             self._db, self._table = db, self._open_table_in(db, self._meta.table)
+        trim_heap()  # the old session's memory, freed, is still the process's until trimmed
 
     def _open_table(self, name: str) -> Any:
         return self._open_table_in(self._db, name)

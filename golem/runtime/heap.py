@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 from collections.abc import Mapping
+from typing import Any
 
 M_MMAP_THRESHOLD = -3  # mallopt parameters, from glibc's malloc.h
 M_ARENA_MAX = -8
@@ -31,10 +33,29 @@ def tune_heap(environ: Mapping[str, str]) -> dict[str, int]:
     todo = {name: setting for name, setting in wanted.items() if name not in environ}
     if not todo:
         return {}
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    libc = _libc()
+    mallopt = getattr(libc, "mallopt", None)
+    if mallopt is None:
         return {}  # not glibc
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return {name: value for name, (param, value) in todo.items() if mallopt(param, value) == 1}
+
+
+def trim_heap() -> bool:
+    """Hand the heap's free pages back to the OS (glibc's ``malloc_trim(0)``). glibc keeps
+    pages freed inside its heap, so after a big transient allocation (a LanceDB
+    compaction or index build, loading the model) the process still holds them. Returns
+    whether memory was released; False where there is no malloc_trim (musl, macOS)."""
+    trim = getattr(_libc(), "malloc_trim", None)
+    if trim is None:
+        return False
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return bool(trim(0))
+
+
+@functools.cache
+def _libc() -> Any:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
