@@ -26,6 +26,7 @@ from typing import Any
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # Rust warnings would bypass our JSON logs
 
+import lance
 import lancedb
 import numpy as np
 import structlog
@@ -67,16 +68,19 @@ from golem.runtime.heap import trim_heap
 log = structlog.get_logger("golem.grimoire")
 REINDEX_GROWTH = 1.2  # retrain the vector index when the table grew by 20% since training
 FTS_INDEX = "text_idx"  # LanceDB's default name for the index on "text"
-# Each optimize() with new or rewritten rows (capture, verification) adds a delta segment
-# to the vector index, and a search probes every segment, so searches slow down with each
-# one until they are slower than an exact search. Past this many, maybe_build_index
-# retrains the index, which leaves one.
+# A search probes every segment of the vector index, so searches slow down with each one
+# until they are slower than an exact search. Our folds merge new rows into the newest
+# segment; a store folded by lancedb's optimize() (a segment a fold) is retrained past
+# this many, which leaves one.
 MAX_VECTOR_SEGMENTS = 4
 # The index's kmeans, lighter than LanceDB's defaults (50 iterations, 256 training
 # vectors a partition): benchmarks/README.md, index_training.py, has why.
 IVF_MAX_ITERATIONS = 20
 IVF_SAMPLE_RATE = 64
 FTS_REFRESH_ROWS = 1000
+# A fold compacts small fragments toward this many rows; bigger ones are rewritten only
+# when a tenth of their rows are deleted, so a fold does not rewrite the table.
+COMPACT_ROWS = 20_000
 _CONFIGURED = GrimoireSection()  # the defaults of a store opened without a config
 
 
@@ -582,12 +586,26 @@ class EpisodeStore:
             before = self._stats()
             started = time.perf_counter()
             swept = layout.sweep_orphans(self.directory, self._meta.table)
-            # at least 1 ms: LanceDB warns on 0 (we hold the only writer, so 0 would be safe)
-            age = timedelta(seconds=max(older_than_s, 0.001))
-            self._table.optimize(cleanup_older_than=age, delete_unverified=True)
+            self._fold(timedelta(seconds=older_than_s))
             after = self._stats()
         return {"before": before, "after": after, "orphans_removed": len(swept),
                 "seconds": round(time.perf_counter() - started, 3)}
+
+    def _fold(self, age: timedelta) -> None:
+        """Compact fragments toward COMPACT_ROWS rows, merge rows no index holds yet into
+        the newest segment of every index (the vector index gains no delta segment and is
+        not retrained), drop versions older than ``age`` and files no version uses (we
+        hold the only writer). Through pylance: lancedb's optimize() sets neither the
+        compaction target nor the merge, and adds a vector segment on every call."""
+        path = str(layout.table_dir(self.directory, self._meta.table))
+        index_mb, metadata_mb = self._cache_mb
+        def dataset() -> Any:
+            return lance.dataset(path, index_cache_size_bytes=index_mb << 20,
+                                 metadata_cache_size_bytes=metadata_mb << 20)
+        dataset().optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS)
+        dataset().optimize.optimize_indices(num_indices_to_merge=1)
+        dataset().cleanup_old_versions(older_than=age, delete_unverified=True)
+        self._table.checkout_latest()
 
     def reembed(self, embed_fn: EmbedFn, batch_size: int = 256, *,
                 transform: TransformFn | None = None,
