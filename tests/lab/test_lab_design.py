@@ -10,7 +10,7 @@ import pytest
 from golem.config import parse_config
 from golem.errors import UsageError
 from golem.lab.arms import arm_names, load_arm, load_base, merged, run_config
-from golem.lab.design import Run, check_fits, design, life_disk_mb, parse_seeds
+from golem.lab.design import Run, check_fits, design, kept_disk_mb, life_disk_mb, parse_seeds
 from golem.lab.effects import paired_effect
 from golem.lab.measures import adaptation, stale_uses
 from golem.lab.succession import market_seed
@@ -138,12 +138,15 @@ def test_a_design_that_does_not_fit_the_cores_or_the_disk_is_refused() -> None:
     check_fits(full, jobs=2, cores=2, lives_left=70, free_mb=30_000, where="lab")
     with pytest.raises(UsageError, match="--jobs 3: this machine has 2 core"):
         check_fits(full, jobs=3, cores=2, lives_left=70, free_mb=30_000, where="lab")
-    # 70 six-hour lives at 50 MB a golem hour: about 20.5 GB
-    assert 70 * life_disk_mb(full.life_s) == pytest.approx(21_000)
-    with pytest.raises(UsageError, match=r"70 lives left need about 20\.5 GB.*lab has "
-                                         r"9\.8 GB free"):
-        check_fits(full, jobs=2, cores=2, lives_left=70, free_mb=10_000, where="lab")
-    check_fits(full, jobs=2, cores=2, lives_left=20, free_mb=10_000, where="lab")  # resumed
+    # 70 six-hour lives kept compacted at 10 MB a golem hour, two of them at a time at
+    # 50 while they run: 4,200 + 2 x 240 MB, about 4.6 GB
+    assert 70 * kept_disk_mb(full.life_s) == pytest.approx(4_200)
+    with pytest.raises(UsageError, match=r"70 lives left need about 4\.6 GB.*lab has "
+                                         r"3\.9 GB free"):
+        check_fits(full, jobs=2, cores=2, lives_left=70, free_mb=4_000, where="lab")
+    check_fits(full, jobs=2, cores=2, lives_left=20, free_mb=4_000, where="lab")  # resumed
+    with pytest.raises(UsageError, match=r"1 lives left need about 0\.3 GB"):
+        check_fits(full, jobs=2, cores=2, lives_left=1, free_mb=200, where="lab")
     month = design("full", life_s=30 * 86_400.0)  # retention bounds a long life's data dir
     assert life_disk_mb(month.life_s) == 8_000 > life_disk_mb(3 * 86_400.0) == 3_600
 

@@ -102,6 +102,11 @@ def test_smoke_runs_every_arm_on_every_seed_and_reports_their_own_numbers(
             briers = journal_briers(run / "data")
             assert briers, f"{arm}/{seed} scored no prediction"
             record = json.loads((run / "result.json").read_text())
+            # the finished life's data dir was compacted: one store version left
+            optimized = [json.loads(line) for line in
+                         (run / "run.log").read_text().splitlines()
+                         if '"episode store optimized"' in line]
+            assert optimized and optimized[-1]["after"]["versions"] == 1
             assert record["brier"] == pytest.approx(sum(briers) / len(briers))
             assert record["predictions"] == len(briers)
             # it lived its whole life (or died), by its own state store's clock
