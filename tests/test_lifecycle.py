@@ -276,14 +276,18 @@ def test_the_golem_command_keeps_numpy_blas_to_one_thread() -> None:
     assert operator.stdout.split() == ["2", "2"]
 
 
-HEAP_PROBE = """
-import ctypes, os, sys
-from golem.runtime.heap import tune_heap
+MALLINFO = """
+import ctypes
 class Info(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks",
                 "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
 libc = ctypes.CDLL("libc.so.6")
 libc.mallinfo2.restype = Info
+"""
+
+HEAP_PROBE = MALLINFO + """
+import os, sys
+from golem.runtime.heap import tune_heap
 libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
 applied = tune_heap(os.environ) if sys.argv[1] == "tune" else {}
 for _ in range(2):  # glibc raises its threshold when the first mmapped block is freed
@@ -310,17 +314,11 @@ def test_the_golem_command_keeps_large_buffers_in_their_own_mappings() -> None:
     assert probe("tune", MALLOC_MMAP_THRESHOLD_="8388608") == ["MALLOC_ARENA_MAX", "False"]
 
 
-TRIM_PROBE = """
-import ctypes
+TRIM_PROBE = MALLINFO + """
 from golem.runtime.heap import trim_heap
 def rss_mb():
     with open("/proc/self/status") as f:
         return next(int(l.split()[1]) for l in f if l.startswith("VmRSS")) >> 10
-class Info(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks",
-                "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-libc = ctypes.CDLL("libc.so.6")
-libc.mallinfo2.restype = Info
 libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
 blocks = [libc.malloc(64 << 10) for _ in range(1600)]  # 100 MiB of heap, below mmap's threshold

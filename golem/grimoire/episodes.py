@@ -597,14 +597,14 @@ class EpisodeStore:
         not retrained), drop versions older than ``age`` and files no version uses (we
         hold the only writer). Through pylance: lancedb's optimize() sets neither the
         compaction target nor the merge, and adds a vector segment on every call."""
-        path = str(layout.table_dir(self.directory, self._meta.table))
         index_mb, metadata_mb = self._cache_mb
-        def dataset() -> Any:
-            return lance.dataset(path, index_cache_size_bytes=index_mb << 20,
-                                 metadata_cache_size_bytes=metadata_mb << 20)
-        dataset().optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS)
-        dataset().optimize.optimize_indices(num_indices_to_merge=1)
-        dataset().cleanup_old_versions(older_than=age, delete_unverified=True)
+        dataset = lance.dataset(str(layout.table_dir(self.directory, self._meta.table)),
+                                index_cache_size_bytes=index_mb << 20,
+                                metadata_cache_size_bytes=metadata_mb << 20)
+        # each step moves ``dataset`` to the version it commits
+        dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS)
+        dataset.optimize.optimize_indices(num_indices_to_merge=1)
+        dataset.cleanup_old_versions(older_than=age, delete_unverified=True)
         self._table.checkout_latest()
 
     def reembed(self, embed_fn: EmbedFn, batch_size: int = 256, *,
