@@ -338,9 +338,12 @@ class ConsolidationSection:
     model_assist: bool = True
     model_max_run_usd: float = field(default=0.05, metadata=_check(ge=0, le=100))
     # Store maintenance: compaction every N Delta ticks, old LanceDB versions kept this
-    # many wall seconds (for readers in other processes), and a warning past disk_cap_mb.
+    # many wall seconds (for readers in other processes) but never more than
+    # version_retention_max of them (at simulated max speed a golem commits about two a
+    # second, and each old version can hold files), and a warning past disk_cap_mb.
     optimize_every: int = field(default=144, metadata=_check(ge=1, le=100_000))
     version_retention_s: float = field(default=600.0, metadata=_check(ge=0))
+    version_retention_max: int = field(default=100, metadata=_check(ge=1))
     disk_cap_mb: int = field(default=2_048, metadata=_check(ge=0))
 
 

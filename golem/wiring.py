@@ -78,6 +78,7 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
     maintenance = GrimoireMaintenance(
         grimoire, optimize_every=cons.optimize_every, decay=not cons.enabled and cons.forgetting,
         disk_cap_bytes=cons.disk_cap_mb << 20, version_retention_s=cons.version_retention_s,
+        version_retention_max=cons.version_retention_max,
         scheduled=True)
     if cons.enabled:
         from golem.consolidation.delta import open_delta  # noqa: PLC0415

@@ -531,20 +531,21 @@ class EpisodeStore:
 
     # ----- maintenance ----------------------------------------------------------------------
 
-    def maybe_build_index(self, older_than_s: float = 3600.0) -> bool:
+    def maybe_build_index(self, older_than_s: float = 3600.0, *,
+                          max_versions: int | None = None) -> bool:
         """Keep search fast; call it from a maintenance loop. Trains the IVF_SQ cosine index
         once the table holds index_min_rows, and retrains it on 20% growth, past
         MAX_VECTOR_SEGMENTS delta segments, or when its kind is not INDEX_KIND; folds rows
         written since the last optimize into the indexes once there are more than
         FTS_REFRESH_ROWS of them (unindexed rows are still found, but every text search
-        scans them), with an ``optimize(older_than_s)``. Reconnects when it did work.
-        Returns whether it did any work."""
+        scans them), with an ``optimize(older_than_s, max_versions=...)``. Reconnects when
+        it did work. Returns whether it did any work."""
         self._require_match()
         did = False
         with self._write_lock, self._vendor("index build"):
             text_index = self._table.index_stats(FTS_INDEX)
             if text_index is not None and text_index.num_unindexed_rows > FTS_REFRESH_ROWS:
-                self._optimize(older_than_s)
+                self._optimize(older_than_s, max_versions)
                 did = True
             rows = int(self._table.count_rows())
             trained = self._meta.index_rows
@@ -570,33 +571,38 @@ class EpisodeStore:
                 self.reconnect()
         return did
 
-    def optimize(self, older_than_s: float = 3600.0) -> dict[str, Any]:
+    def optimize(self, older_than_s: float = 3600.0, *,
+                 max_versions: int | None = None) -> dict[str, Any]:
         """Compact fragments, fold new rows into the indexes, drop versions older than
-        ``older_than_s`` and leftover ``.tmp*`` files, then reconnect. Returns before/after
-        stats."""
+        ``older_than_s``, all but the newest ``max_versions`` versions (None: no count
+        bound) and leftover ``.tmp*`` files, then reconnect. Returns before/after stats.
+        Raises ValueError on a negative age or a count below 1."""
         if not older_than_s >= 0:
             raise ValueError(f"older_than_s: must be >= 0, got {older_than_s}")
+        if max_versions is not None and max_versions < 1:
+            raise ValueError(f"max_versions: must be >= 1, got {max_versions}")
         with self._write_lock:
-            report = self._optimize(older_than_s)
+            report = self._optimize(older_than_s, max_versions)
             self.reconnect()
         return report
 
-    def _optimize(self, older_than_s: float) -> dict[str, Any]:
+    def _optimize(self, older_than_s: float, max_versions: int | None) -> dict[str, Any]:
         with self._write_lock, self._vendor("optimize"):
             before = self._stats()
             started = time.perf_counter()
             swept = layout.sweep_orphans(self.directory, self._meta.table)
-            self._fold(timedelta(seconds=older_than_s))
+            self._fold(timedelta(seconds=older_than_s), max_versions)
             after = self._stats()
         return {"before": before, "after": after, "orphans_removed": len(swept),
                 "seconds": round(time.perf_counter() - started, 3)}
 
-    def _fold(self, age: timedelta) -> None:
+    def _fold(self, age: timedelta, max_versions: int | None) -> None:
         """Compact fragments toward COMPACT_ROWS rows, merge rows no index holds yet into
         the newest segment of every index (the vector index gains no delta segment and is
-        not retrained), drop versions older than ``age`` and files no version uses (we
-        hold the only writer). Through pylance: lancedb's optimize() sets neither the
-        compaction target nor the merge, and adds a vector segment on every call."""
+        not retrained), drop versions older than ``age`` or beyond the newest
+        ``max_versions``, and files no version uses (we hold the only writer). Through
+        pylance: lancedb's optimize() sets neither the compaction target nor the merge,
+        and adds a vector segment on every call."""
         index_mb, metadata_mb = self._cache_mb
         dataset = lance.dataset(str(layout.table_dir(self.directory, self._meta.table)),
                                 index_cache_size_bytes=index_mb << 20,
@@ -605,6 +611,9 @@ class EpisodeStore:
         dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS)
         dataset.optimize.optimize_indices(num_indices_to_merge=1)
         dataset.cleanup_old_versions(older_than=age, delete_unverified=True)
+        if max_versions is not None:
+            # given both, lance keeps a version that either bound would keep
+            dataset.cleanup_old_versions(retain_versions=max_versions, delete_unverified=True)
         self._table.checkout_latest()
 
     def reembed(self, embed_fn: EmbedFn, batch_size: int = 256, *,

@@ -20,6 +20,7 @@ read-modify-writes) are mixed in from knowledge.py.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
@@ -588,16 +589,22 @@ class Grimoire(KnowledgeMaintenance):
                                       "decayed below the eviction threshold"))
         return report
 
-    async def refresh_index(self, older_than_s: float = 3600.0) -> bool:
+    async def refresh_index(self, older_than_s: float = 3600.0, *,
+                            max_versions: int | None = None) -> bool:
         """Fold new rows into the episode indexes and retrain the vector index when due
         (EpisodeStore.maybe_build_index); a fold drops versions older than
-        ``older_than_s`` wall seconds. Returns whether it did any work."""
-        return await self._store(self._episodes.maybe_build_index, older_than_s)
+        ``older_than_s`` wall seconds or beyond the newest ``max_versions``. Returns
+        whether it did any work."""
+        return await self._store(functools.partial(
+            self._episodes.maybe_build_index, older_than_s, max_versions=max_versions))
 
-    async def optimize(self, older_than_s: float = 3600.0) -> dict[str, Any]:
-        """Compact the episode store; versions older than ``older_than_s`` wall seconds go
-        (they serve readers in other processes, e.g. `golem memory search`)."""
-        stats = await self._store(self._episodes.optimize, older_than_s)
+    async def optimize(self, older_than_s: float = 3600.0, *,
+                       max_versions: int | None = None) -> dict[str, Any]:
+        """Compact the episode store; versions older than ``older_than_s`` wall seconds or
+        beyond the newest ``max_versions`` go (old versions serve readers in other
+        processes, e.g. `golem memory search`)."""
+        stats = await self._store(functools.partial(
+            self._episodes.optimize, older_than_s, max_versions=max_versions))
         log.info("episode store optimized", **stats)
         return stats
 

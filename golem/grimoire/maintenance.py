@@ -80,6 +80,7 @@ class GrimoireMaintenance:
     full_vacuum_max_bytes: int = 64 << 20  # one-time conversion to incremental vacuum
     decay: bool = True  # False when consolidation already decays every Delta tick
     version_retention_s: float = 3600.0  # wall seconds old LanceDB versions are kept
+    version_retention_max: int | None = None  # and at most this many of them
     scheduled: bool = False  # compaction and SQLite upkeep run as calendar jobs (jobs())
     name: str = "grimoire-maintenance"
     _forced_at: int | None = field(default=None, init=False, repr=False)
@@ -89,7 +90,8 @@ class GrimoireMaintenance:
         if self.decay:
             decay = await self.grimoire.apply_decay()
             counters.update(decayed=decay.decayed, forgotten=decay.forgotten)
-        counters["indexed"] = int(await self.grimoire.refresh_index(self.version_retention_s))
+        counters["indexed"] = int(await self.grimoire.refresh_index(
+            self.version_retention_s, max_versions=self.version_retention_max))
         over = False
         if ctx.tick % self.disk_every == 0:
             usage = await anyio.to_thread.run_sync(disk_usage, self.grimoire.data_dir)
@@ -112,8 +114,10 @@ class GrimoireMaintenance:
 
     async def compact(self) -> JobCounters:
         """LanceDB compaction and old-version cleanup (versions older than
-        ``version_retention_s`` wall seconds go)."""
-        stats = await self.grimoire.optimize(self.version_retention_s)
+        ``version_retention_s`` wall seconds or beyond the newest ``version_retention_max``
+        go)."""
+        stats = await self.grimoire.optimize(self.version_retention_s,
+                                             max_versions=self.version_retention_max)
         return {"lance_versions": int(stats["after"]["versions"])}
 
     async def sqlite_upkeep(self) -> JobCounters:

@@ -496,6 +496,26 @@ def test_update_delete_and_maintenance(tmp_path: Path, sig: ModelSignature) -> N
     assert store.count(["main"]) == 5 and store.count(["other"]) == 0 and store.count([]) == 0
 
 
+def test_optimize_bounds_the_versions_it_keeps_by_count(tmp_path: Path,
+                                                        sig: ModelSignature) -> None:
+    """Versions younger than the age bound still go once more than ``max_versions`` are
+    kept (a golem at simulated speed commits a version every half second)."""
+    store = open_store(tmp_path / "ep", sig)
+    rng = np.random.default_rng(5)
+    for i in range(8):
+        store.upsert([make_episode(i)], unit(rng, 1))
+    kept = store.optimize(older_than_s=3600)["after"]["versions"]
+    assert kept > 8  # the age bound alone keeps every one of them
+    for i in range(8, 12):
+        store.upsert([make_episode(i)], unit(rng, 1))
+    stats = store.optimize(older_than_s=3600, max_versions=3)
+    assert stats["after"]["versions"] == 3
+    assert store.count() == 12
+    assert [e.id for e in store.get([make_episode(3).id])] == [make_episode(3).id]
+    with pytest.raises(ValueError, match="max_versions"):
+        store.optimize(max_versions=0)
+
+
 def test_unreadable_or_corrupt_stores_raise_store_corrupt(tmp_path: Path,
                                                           sig: ModelSignature) -> None:
     not_a_dir = tmp_path / "file"
