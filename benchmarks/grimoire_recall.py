@@ -17,7 +17,7 @@ arenas cost recall ~1.5 ms against glibc's default; runs before 2026-11-26's thi
 session had the default, so they read that much faster than a golem).
 
     .venv/bin/python benchmarks/grimoire_recall.py [--sizes 10000,100000] [--queries 200]
-        [--data-dir DIR]   # build the stores once there and reuse them
+        [--data-dir DIR] [--candidates N]   # build the stores once there and reuse them
 
 Prints one JSON object.
 """
@@ -95,9 +95,11 @@ def open_or_build(n: int, data_dir: Path) -> tuple[EpisodeStore, float]:
     return store, time.perf_counter() - started
 
 
-def measure(n: int, data_dir: Path, queries: int) -> dict[str, Any]:
+def measure(n: int, data_dir: Path, queries: int, candidates: int | None = None,
+            ) -> dict[str, Any]:
     store, build_s = open_or_build(n, data_dir)
-    config = parse_config(f'[golem]\nname = "main"\ndata_dir = "{data_dir}"\n')
+    grimoire_lines = f"[grimoire]\ncandidates = {candidates}\n" if candidates else ""
+    config = parse_config(f'[golem]\nname = "main"\ndata_dir = "{data_dir}"\n{grimoire_lines}')
     semantic = SemanticStore.open(data_dir / SEMANTIC_FILE, embedder().signature.id,
                                   embedder().signature.dim)
     grimoire = Grimoire(cfg=config.grimoire, data_dir=data_dir, embedder=embedder(),
@@ -164,6 +166,7 @@ def measure(n: int, data_dir: Path, queries: int) -> dict[str, Any]:
                   for name in ("budget", "default")}
     return {
         "episodes": n, "semantic_entries": ENTRIES, "build_s": round(build_s, 1),
+        "candidates": cfg.candidates,
         "cache_mb": {"index": cfg.lance_index_cache_mb, "metadata": cfg.lance_metadata_cache_mb},
         "bare_lancedb_search": summary(samples["budget"]),
         "bare_lancedb_search_default_caches": summary(samples["default"]),
@@ -189,6 +192,8 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--candidates", type=int, default=None,
+                        help="grimoire.candidates for recall (default: the config's default)")
     parser.add_argument("--data-dir", type=Path,
                         help="keep the built stores here (one sub-directory per size) and "
                              "reuse them on later runs; default: a temporary directory")
@@ -200,17 +205,19 @@ def main() -> int:
         # recall p95 read ~1.7 ms slower than alone.
         for n in sizes:
             child = [sys.executable, __file__, "--sizes", str(n), "--queries", str(args.queries),
-                     *(["--data-dir", str(args.data_dir)] if args.data_dir else [])]
+                     *(["--data-dir", str(args.data_dir)] if args.data_dir else []),
+                     *(["--candidates", str(args.candidates)] if args.candidates else [])]
             done = subprocess.run(child, check=True, capture_output=True, text=True)
             results[str(n)] = json.loads(done.stdout)["sizes"][str(n)]
     else:
         n = sizes[0]
         heap = tune_heap(os.environ)  # as the golem command: before the model and stores
         if args.data_dir is not None:
-            results[str(n)] = measure(n, args.data_dir / f"recall{n}", args.queries)
+            results[str(n)] = measure(n, args.data_dir / f"recall{n}", args.queries,
+                                      args.candidates)
         else:
             with tempfile.TemporaryDirectory() as tmp:
-                results[str(n)] = measure(n, Path(tmp), args.queries)
+                results[str(n)] = measure(n, Path(tmp), args.queries, args.candidates)
         results[str(n)]["peak_rss_mb"] = round(peak_rss_mb(), 1)
         results[str(n)]["heap_tuned"] = heap
     out = {"benchmark": "grimoire_recall", "python": sys.version.split()[0], "sizes": results,

@@ -54,7 +54,13 @@ from golem.grimoire.knowledge import KnowledgeMaintenance
 from golem.grimoire.memory_file import MEMORY_FILE, read_text
 from golem.grimoire.playbook import Playbook
 from golem.grimoire.query_numbers import Anchor, read_intent
-from golem.grimoire.query_words import TimeWindow, content_words, mentions_time, time_window
+from golem.grimoire.query_words import (
+    TimeWindow,
+    content_words,
+    embedding_text,
+    mentions_time,
+    time_window,
+)
 from golem.grimoire.recall_engine import (
     RecallStores,
     anchor_window,
@@ -408,7 +414,8 @@ class Grimoire(KnowledgeMaintenance):
         episode_text = (start_episode_text(self._recall_stores, searched,
                                            max(self.cfg.candidates, k), namespaces, chosen)
                         if "episode" in chosen.kinds else None)
-        vector = await self.embedder.aembed_query(searched)  # Theta repeats its queries
+        # the query's function words left out ("When did ... last drop" asks about a drop)
+        vector = await self.embedder.aembed_query(embedding_text(searched))
         request = rc.RecallRequest(query=searched, vector=vector, k=k, namespaces=namespaces,
                                    filters=chosen, pad=pad, now=now,
                                    episode_text=episode_text, window=window, intent=intent)
@@ -654,5 +661,6 @@ class Grimoire(KnowledgeMaintenance):
         if not wanted:
             raise InvalidMemory("namespace: at least one namespace is needed")
         return rc.namespaces_tuple(wanted)
+
 
 

@@ -60,6 +60,16 @@ def content_words(query: str) -> list[str]:
             if w not in STOPWORDS and w.split("'")[0] not in STOPWORDS]
 
 
+def embedding_text(query: str) -> str:
+    """What recall embeds for ``query``: its whitespace-separated tokens whose word is not
+    a function word, as written (case and punctuation kept, so a question keeps its
+    question mark); the query itself when every token is one."""
+    kept = [token for token in query.split()
+            if (word := _WORD.search(token.lower().replace("\u2019", "'"))) is not None
+            and word.group(0) not in STOPWORDS and word.group(0).split("'")[0] not in STOPWORDS]
+    return " ".join(kept) or query
+
+
 _WHY = re.compile(r"\b(why|what led to|what caused|cause of|caused by|because of|reason for|"
                   r"how come)\b")
 

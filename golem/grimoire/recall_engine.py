@@ -32,7 +32,7 @@ from golem.grimoire.decay import half_lives_from_config
 from golem.grimoire.episodes_schema import Found
 from golem.grimoire.errors import GrimoireError
 from golem.grimoire.fusion import rrf
-from golem.grimoire.quantities import Measured, arrange
+from golem.grimoire.quantities import Measured, arrange, compared
 from golem.grimoire.query_numbers import Anchor, Intent
 from golem.grimoire.query_words import TimeWindow, asks_why, hex_identifiers
 from golem.grimoire.records import DecayClass, EntryType, Episode, Pad, SemanticEntry, Status
@@ -272,15 +272,15 @@ def _arranged(scored: list[rc.Hit], intent: Intent) -> list[rc.Hit]:
 def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray, *,
                ns: list[str], f: rc.RecallFilters,
                pool: Mapping[str, rc.Candidate]) -> list[rc.Candidate]:
-    """When the most relevant hit is an episode: up to QUANTITY_CANDIDATES more episodes of
-    its category and protocol, nearest the query first, beyond those ``scored`` (an
+    """When the hit an order or a threshold compares (quantities.compared) is an episode:
+    up to QUANTITY_CANDIDATES more episodes of its category and protocol, nearest the
+    query first, beyond those ``scored`` (an
     order or threshold must compare the records of that kind, not only the ones whose
     words match best). One the lists found keeps its evidence from them; another's
     dense evidence is its cosine over the pool's best, its lexical evidence 0."""
     if not scored:
         return []
-    top = max(scored, key=lambda h: h.score.relevance)
-    record = top.record
+    record = scored[compared([_measured(h) for h in scored])].record
     if not isinstance(record, Episode) or "episode" not in f.kinds:
         return []
     best = max((c.similarity for c in pool.values()), default=0.0)

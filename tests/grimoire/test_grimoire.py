@@ -648,6 +648,29 @@ def test_an_order_and_a_threshold_rank_by_the_numbers_the_records_state(
     with_grimoire(cfg, embedder, body)
 
 
+def test_an_order_compares_the_events_not_a_lesson_that_quotes_them(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir)
+    moves = ["up 0.3%", "down 1.4%", "up 0.6%", "down 0.1%", "up 0.2%"]
+    feeds = [chain_episode(i, f"Answer {move} from the previous one; market falling: price "
+                              f"-2.{i}% over 10 min. Chainlink price update on the ETH/USD "
+                              f"price feed: 1,{600 + i}", category="oracle",
+                           event="AnswerUpdated", address="0xfeed", at=NOW - 3600 + 60 * i)
+             for i, move in enumerate(moves)]
+
+    async def body(g: Grimoire) -> None:
+        await g.add_episodes(feeds)
+        # what consolidation learns from such answers restates their words
+        await g.remember("After ETH oracle feed 0xfeed dropped by over 1% in 10 min in a "
+                         "falling market, the next answer dropped too", timestamp=NOW - 60)
+        result = await g.recall("When did the ETH oracle last drop by over 1%?", k=5)
+        assert not result.refused
+        assert result.hits[0].id == feeds[1].id, [h.text for h in result.hits]
+        assert result.hits[0].score.quantity == -1.4
+
+    with_grimoire(cfg, embedder, body)
+
+
 def test_an_event_anchor_prefers_what_lies_after_the_event(
         tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
     cfg = write_config(tmp_path, model_dir)

@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem.grimoire.quantities import Amount, Measured, amounts, arrange, first_move
+from golem.grimoire.quantities import (
+    Amount,
+    Measured,
+    amounts,
+    arrange,
+    compared,
+    first_move,
+)
 from golem.grimoire.query_numbers import read_intent
 
 FEED = "episode:oracle:AnswerUpdated:0xfeed"
@@ -100,3 +107,20 @@ def test_an_order_over_entries_counts_only_those_close_to_the_best() -> None:
     intent = read_intent("When did Emi last go hiking?")
     ranked, _, front = arrange(items, lambda m: m, intent, intent.rest)
     assert front == 2 and ranked == [items[1], items[0], items[2]]
+
+
+def test_an_order_compares_events_over_an_entry_that_restates_their_words() -> None:
+    # a learned lesson quotes the feed's moves; it did not happen "last"
+    lesson = Measured(1.0, 200, "After oracle feed 0xfeed fell 1.5% or more over 10 min, "
+                      "the next hour's move was down", "entry:heuristic", structural=False)
+    items = [lesson, feed("down 1.4%", 50, 0.82), feed("up 0.3%", 90, 0.8),
+             feed("down 0.1%", 95, 0.8)]
+    intent = read_intent("When did the ETH oracle last drop by over 1%?")
+    ranked, quantities, front = arrange(items, lambda m: m, intent, intent.rest)
+    assert front == 1 and ranked[0] is items[1] and quantities[0] == -1.4
+    assert compared(items) == 1
+    # an event far less relevant than the best entry is not what the query is about
+    weak = [lesson, feed("down 1.4%", 50, 0.7)]
+    assert compared(weak) == 0
+    ranked, _, front = arrange(weak, lambda m: m, intent, intent.rest)
+    assert ranked[0] is lesson

@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem.grimoire.query_words import asks_why, content_words, mentions_time, time_window
+from golem.grimoire.query_words import (
+    asks_why,
+    content_words,
+    embedding_text,
+    mentions_time,
+    time_window,
+)
 
 # Wednesday 2024-03-13 15:30 UTC
 NOW = datetime(2024, 3, 13, 15, 30, tzinfo=UTC).timestamp()
@@ -24,6 +30,22 @@ def test_content_words_drop_function_words_and_punctuation() -> None:
                                                                    "0x8ad5"]
     assert content_words("what is it, and how?") == []
     assert content_words("?!... --") == []
+
+
+def test_the_embedded_text_keeps_content_tokens_as_written() -> None:
+    assert embedding_text("When did the ETH oracle last drop by over 1%?") == (
+        "ETH oracle last drop 1%?")
+    assert embedding_text("What\u2019s Fahim's plan for the trip?") == "Fahim's plan trip?"
+    assert embedding_text("WETH/USDC pool after the last liquidation") == (
+        "WETH/USDC pool last liquidation")
+    assert embedding_text("what is it?") == "what is it?"  # only function words: as asked
+
+
+@given(st.text(max_size=80))
+def test_the_embedded_text_is_never_empty_for_a_query_with_text(query: str) -> None:
+    text = embedding_text(query)
+    assert set(text.split()) <= set(query.split()) or text == query
+    assert bool(text.strip()) == bool(query.strip())
 
 
 @pytest.mark.parametrize(("query", "since", "until"), [
