@@ -81,6 +81,10 @@ FTS_REFRESH_ROWS = 1000
 # A fold compacts small fragments toward this many rows; bigger ones are rewritten only
 # when a tenth of their rows are deleted, so a fold does not rewrite the table.
 COMPACT_ROWS = 20_000
+# newest_hits: windows back from the golem's now, each four times the last (10 golem
+# minutes to ~114 days, then all), and the times one window's scan may bring.
+NEWEST_WINDOWS_S: tuple[float | None, ...] = (*(600.0 * 4 ** i for i in range(8)), None)
+NEWEST_SCAN = 20_000
 _CONFIGURED = GrimoireSection()  # the defaults of a store opened without a config
 
 
@@ -501,6 +505,42 @@ class EpisodeStore:
             reader = self._table.search().select(["id", *ROW_COLUMNS]).to_batches(batch_size)
             for batch in reader:
                 yield [from_row(r) for r in self._add_counts(batch.to_pylist(), counts)]
+
+    def newest_hits(self, vector: np.ndarray, k: int, namespaces: Sequence[str], *,
+                    until: float, protocol: str | None, category: str | None,
+                    ) -> list[Found]:
+        """The ``k`` newest episodes of a protocol and category observed at or before
+        ``until`` (ties at the k-th time may add a few), with their exact cosine to
+        ``vector``, newest first. LanceDB cannot sort, so the times alone are read over
+        windows reaching back NEWEST_WINDOWS_S from ``until`` until one holds ``k``, then
+        the rows from the k-th newest time on. A window holding more than NEWEST_SCAN
+        rows is read in part, so its k are some of the newest, not exactly the newest."""
+        self._require_match()
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if k < 1 or not namespaces:
+            return []
+        times: Any = None
+        with self._vendor("newest scan"):
+            for window in NEWEST_WINDOWS_S:
+                since = None if window is None else until - window
+                times = _run(self._query().where(search_filter(
+                    namespaces, since, until, protocol, category)).select(["observed_at"])
+                    .limit(NEWEST_SCAN))["observed_at"].to_numpy()
+                if len(times) >= k:
+                    break
+            if times is None or len(times) == 0:
+                return []
+            cutoff = float(np.sort(times)[::-1][min(k, len(times)) - 1])
+            rows = _run(self._query().where(search_filter(
+                namespaces, cutoff, until, protocol, category))
+                .select(["id", *ROW_COLUMNS, "observed_at", "vector"]).limit(2 * k))
+        vectors = arrow_vectors(rows, self.signature.dim)
+        similarity = np.clip(vectors @ query, -1.0, 1.0)
+        observed = rows["observed_at"].to_numpy()
+        found = self._add_counts(rows.drop_columns(["vector", "observed_at"]).to_pylist())
+        order = np.argsort(-observed, kind="stable")[:k]
+        return [Found(str(found[i].pop("id")), float(similarity[i]), vectors[i], found[i])
+                for i in order]
 
     def since(self, namespaces: Sequence[str], observed_after: float, until: float,
               limit: int, *, verified_only: bool = False) -> list[Episode]:

@@ -136,7 +136,8 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     if wide and intent is not None:
         scored = _arranged(sorted(
             [*scored, *(_hit(c, now, pad, weights, half_lives, window=req.window)
-                        for c in _same_kind(g, scored, vector, ns=ns, f=f, pool=pool))],
+                        for c in _same_kind(g, scored, vector, ns=ns, f=f, pool=pool,
+                                            newest_before=_newest_before(intent, f, now)))],
             key=lambda h: (-h.score.final, h.id)), intent)
     if asks_why(query):
         scored = _with_causes(g, scored, k=k, ns=ns, now=now, pad=pad, weights=weights,
@@ -269,15 +270,26 @@ def _arranged(scored: list[rc.Hit], intent: Intent) -> list[rc.Hit]:
             for i, (h, q) in enumerate(zip(ranked, quantities, strict=True))]
 
 
+def _newest_before(intent: Intent, f: rc.RecallFilters, now: float) -> float | None:
+    """For a newest-first order ("the last", "the latest"): the time the newest records
+    are read back from (the filters' ``until``, else now); None for any other query."""
+    order = intent.order
+    if order is None or order.key != "time" or not order.descending:
+        return None
+    return now if f.until is None else min(f.until, now)
+
+
 def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray, *,
-               ns: list[str], f: rc.RecallFilters,
-               pool: Mapping[str, rc.Candidate]) -> list[rc.Candidate]:
+               ns: list[str], f: rc.RecallFilters, pool: Mapping[str, rc.Candidate],
+               newest_before: float | None = None) -> list[rc.Candidate]:
     """When the hit an order or a threshold compares (quantities.compared) is an episode:
     up to QUANTITY_CANDIDATES more episodes of its category and protocol, nearest the
-    query first, beyond those ``scored`` (an
-    order or threshold must compare the records of that kind, not only the ones whose
-    words match best). One the lists found keeps its evidence from them; another's
-    dense evidence is its cosine over the pool's best, its lexical evidence 0."""
+    query first, beyond those ``scored`` (an order or threshold must compare the records
+    of that kind, not only the ones whose words match best); with ``newest_before``, the
+    QUANTITY_CANDIDATES newest of them observed by then too (EpisodeStore.newest_hits:
+    "the last fall" of a month's answers is rarely among the nearest 400). One the lists
+    found keeps its evidence from them; another's dense evidence is its cosine over the
+    pool's best, its lexical evidence 0."""
     if not scored:
         return []
     record = scored[compared([_measured(h) for h in scored])].record
@@ -287,6 +299,10 @@ def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray, *,
     found = g.episodes.search_vector_hits(vector, QUANTITY_CANDIDATES, ns, since=f.since,
                                           until=f.until, protocol=record.protocol,
                                           category=record.category)
+    if newest_before is not None:
+        found += [hit for hit in g.episodes.newest_hits(
+            vector, QUANTITY_CANDIDATES, ns, until=newest_before, protocol=record.protocol,
+            category=record.category) if f.since is None or hit.episode().observed_at >= f.since]
     known = {f"{h.kind}:{h.id}" for h in scored}
     extra = []
     for hit in found:
@@ -297,6 +313,7 @@ def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray, *,
                                             dense=over_best(hit.score, best))
         cand.record = hit.episode()
         extra.append(cand)
+        known.add(key)
     return extra
 
 

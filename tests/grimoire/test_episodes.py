@@ -516,6 +516,26 @@ def test_optimize_bounds_the_versions_it_keeps_by_count(tmp_path: Path,
         store.optimize(max_versions=0)
 
 
+def test_newest_hits_reach_back_until_they_hold_k(tmp_path: Path,
+                                                 sig: ModelSignature) -> None:
+    store = open_store(tmp_path / "ep", sig)
+    now = 1_800_000_000.0
+    ages = [30.0, 200.0, 5_000.0, 40 * 86400.0, 400 * 86400.0]  # the last two: old, sparse
+    store.upsert([make_episode(i, observed_at=now - age, category="oracle")
+                  for i, age in enumerate(ages)], unit(np.random.default_rng(3), len(ages)))
+    store.upsert([make_episode(10, observed_at=now - 10.0)], unit(np.random.default_rng(4), 1))
+    query = unit(np.random.default_rng(5), 1)[0]
+    hits = store.newest_hits(query, 4, ["main"], until=now, protocol="uniswap_v3",
+                             category="oracle")
+    assert [h.id for h in hits] == [make_episode(i).id for i in range(4)]  # newest first
+    assert all(abs(h.score - float(h.vector @ query)) < 1e-5 for h in hits)
+    every = store.newest_hits(query, 50, ["main"], until=now, protocol="uniswap_v3",
+                              category="oracle")
+    assert len(every) == 5  # every window read, then all: the other category is not there
+    assert store.newest_hits(query, 3, ["main"], until=now - 100.0, protocol="uniswap_v3",
+                             category="oracle")[0].id == make_episode(1).id
+
+
 def test_unreadable_or_corrupt_stores_raise_store_corrupt(tmp_path: Path,
                                                           sig: ModelSignature) -> None:
     not_a_dir = tmp_path / "file"

@@ -21,6 +21,7 @@ from golem.grimoire.errors import InvalidMemory, NamespaceRefused, SignatureMism
 from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.migration import reembed_all
 from golem.grimoire.recall import RecallFilters
+from golem.grimoire.recall_engine import QUANTITY_CANDIDATES
 from golem.grimoire.records import (
     EntryType,
     Episode,
@@ -667,6 +668,34 @@ def test_an_order_compares_the_events_not_a_lesson_that_quotes_them(
         assert not result.refused
         assert result.hits[0].id == feeds[1].id, [h.text for h in result.hits]
         assert result.hits[0].score.quantity == -1.4
+
+    with_grimoire(cfg, embedder, body)
+
+
+def test_the_last_event_past_a_threshold_is_found_beyond_the_nearest_ones(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    """A month of a feed's answers is more than the 400 nearest the query; "the last"
+    must still compare the newest. Here the newest fall's vector is far from the query,
+    so only the newest-first read can bring it."""
+    cfg = write_config(tmp_path, model_dir)
+    n = QUANTITY_CANDIDATES + 60
+    texts = [f"Answer up 0.1% from the previous one. Chainlink price update on the ETH/USD "
+             f"price feed: 2,{100 + i % 800}" for i in range(n)]
+    texts[5] = texts[5].replace("up 0.1%", "down 1.5%")  # an old fall
+    texts[n - 3] = texts[n - 3].replace("up 0.1%", "down 1.2%")  # the last fall
+    feeds = [chain_episode(i, text, category="oracle", event="AnswerUpdated",
+                           address="0xfeed", at=NOW - 60 * (n - i)) for i, text in enumerate(texts)]
+    near, far = embedder.embed_shapes([texts[0], "a quiet walk along the river at dawn"])
+    vectors = np.tile(near, (n, 1))
+    vectors[n - 3] = far
+
+    async def body(g: Grimoire) -> None:
+        await g.add_episodes(feeds, vectors=vectors)
+        result = await g.recall("When did the ETH price feed last fall more than 1%?", k=3)
+        assert not result.refused
+        assert result.hits[0].id == feeds[n - 3].id, [h.text for h in result.hits]
+        assert result.hits[0].score.quantity == -1.2
+        assert result.hits[1].id == feeds[5].id
 
     with_grimoire(cfg, embedder, body)
 
