@@ -57,7 +57,7 @@ DAY_S = 86400.0
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="golem-recall")
 ANTI_K = 20  # anti-knowledge candidates per list
 HOP_SOURCES = 3  # top entry hits whose direct causes a why-question follows
-# How many episodes of the top hit's category an order or a threshold compares (the
+# How many episodes of the compared kind's category an order or a threshold compares (the
 # lists bring the best few of them only).
 QUANTITY_CANDIDATES = 400
 # An anchor event ("the last liquidation") is any episode its words find whose relevance
