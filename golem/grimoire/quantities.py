@@ -13,8 +13,9 @@ A record's quantities are read from its text as the golem writes them
   market move.
 
 `arrange` applies an Intent (golem.grimoire.query_numbers) to ranked candidates: within
-the candidates of the compared kind (the most relevant one's, or the most relevant
-observed event's when it is nearly as relevant: `compared`), which are the records the
+the candidates of the compared kind (the most relevant one's, or for an order by time
+the most relevant observed event's when it is nearly as relevant: `compared`), which are
+the records the
 query is about (the same event from the same contract; for entries, the same type and a
 relevance within CLOSE of the best, since every remembered sentence may share a type),
 those that pass the
@@ -79,10 +80,11 @@ T = TypeVar("T")
 # A record of a loose kind is about what the query asks when its relevance is at least
 # this share of the best one's.
 CLOSE = 0.9
-# An order or a threshold compares observed events when one is at least this share as
-# relevant as the best candidate: knowledge entries restate the words of the events they
-# were learned from ("after oracle feed X fell 1.5% or more ..."), and an entry is not
-# an event that happened "last" or "fell more than 1%".
+# An order by time compares observed events when one is at least this share as relevant
+# as the best candidate: knowledge entries restate the words of the events they were
+# learned from ("after oracle feed X fell 1.5% or more ..."), and an entry is not an
+# event that happened "last". (A threshold alone keeps the best candidate's kind: Theta
+# asks "after oracle feed X fell 1.5% or more, what ..." for the lessons.)
 EVENT_SHARE = 0.75
 
 
@@ -139,11 +141,14 @@ def measure(text: str, unit: str | None, role: str | None) -> float | None:
     return max(values) if values else None
 
 
-def compared(seen: Sequence[Measured]) -> int:
-    """The index of the record whose kind an order or a threshold compares: the most
-    relevant observed event (a structural kind) when it is at least EVENT_SHARE as
-    relevant as the best of ``seen``, else the best. ``seen`` must not be empty."""
+def compared(seen: Sequence[Measured], intent: Intent) -> int:
+    """The index of the record whose kind the intent's order or threshold compares: for
+    an order by time, the most relevant observed event (a structural kind) when it is at
+    least EVENT_SHARE as relevant as the best of ``seen``; else the best. ``seen`` must
+    not be empty."""
     best = max(range(len(seen)), key=lambda i: (seen[i].relevance, -i))
+    if intent.order is None or intent.order.key != "time":
+        return best
     events = [i for i in range(len(seen)) if seen[i].structural
               and seen[i].relevance >= EVENT_SHARE * seen[best].relevance]
     return max(events, key=lambda i: (seen[i].relevance, -i)) if events else best
@@ -159,7 +164,7 @@ def arrange(items: Sequence[T], view: Callable[[T], Measured], intent: Intent,
     if not intent.ranks_by_quantity or not items:
         return list(items), [None] * len(items), 0
     seen = [view(item) for item in items]
-    top = seen[compared(seen)]
+    top = seen[compared(seen, intent)]
     topical = [i for i, m in enumerate(seen) if m.kind == top.kind and (
         m.structural or m.relevance >= CLOSE * top.relevance)]
     threshold, order = intent.threshold, intent.order

@@ -136,7 +136,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     if wide and intent is not None:
         scored = _arranged(sorted(
             [*scored, *(_hit(c, now, pad, weights, half_lives, window=req.window)
-                        for c in _same_kind(g, scored, vector, ns=ns, f=f, pool=pool,
+                        for c in _same_kind(g, scored, vector, intent, ns=ns, f=f, pool=pool,
                                             newest_before=_newest_before(intent, f, now)))],
             key=lambda h: (-h.score.final, h.id)), intent)
     if asks_why(query):
@@ -279,7 +279,8 @@ def _newest_before(intent: Intent, f: rc.RecallFilters, now: float) -> float | N
     return now if f.until is None else min(f.until, now)
 
 
-def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray, *,
+def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray,
+               intent: Intent, *,
                ns: list[str], f: rc.RecallFilters, pool: Mapping[str, rc.Candidate],
                newest_before: float | None = None) -> list[rc.Candidate]:
     """When the hit an order or a threshold compares (quantities.compared) is an episode:
@@ -292,7 +293,7 @@ def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray, *,
     pool's best, its lexical evidence 0."""
     if not scored:
         return []
-    record = scored[compared([_measured(h) for h in scored])].record
+    record = scored[compared([_measured(h) for h in scored], intent)].record
     if not isinstance(record, Episode) or "episode" not in f.kinds:
         return []
     best = max((c.similarity for c in pool.values()), default=0.0)

@@ -118,9 +118,14 @@ def test_an_order_compares_events_over_an_entry_that_restates_their_words() -> N
     intent = read_intent("When did the ETH oracle last drop by over 1%?")
     ranked, quantities, front = arrange(items, lambda m: m, intent, intent.rest)
     assert front == 1 and ranked[0] is items[1] and quantities[0] == -1.4
-    assert compared(items) == 1
+    assert compared(items, intent) == 1
     # an event far less relevant than the best entry is not what the query is about
     weak = [lesson, feed("down 1.4%", 50, 0.7)]
-    assert compared(weak) == 0
+    assert compared(weak, intent) == 0
     ranked, _, front = arrange(weak, lambda m: m, intent, intent.rest)
     assert ranked[0] is lesson
+    # a threshold without an order by time asks about the best candidate's kind: Theta's
+    # "after oracle feed X moved less than 0.5%, what ..." wants the lessons
+    theta = read_intent("after oracle feed 0xfeed moved less than 0.5% in regime calm, "
+                        "what the next minutes returned")
+    assert theta.threshold is not None and compared(items, theta) == 0
