@@ -60,13 +60,19 @@ def content_words(query: str) -> list[str]:
             if w not in STOPWORDS and w.split("'")[0] not in STOPWORDS]
 
 
+# Function words the embedded query keeps: a golem's own actions render as "Our own
+# swap ...", so "our own" is what tells them from the market's.
+OWN_WORDS = frozenset(("we", "our", "ours", "us", "own"))
+
+
 def embedding_text(query: str) -> str:
     """What recall embeds for ``query``: its whitespace-separated tokens whose word is not
-    a function word, as written (case and punctuation kept, so a question keeps its
-    question mark); the query itself when every token is one."""
+    a function word (OWN_WORDS excepted), as written (case and punctuation kept, so a
+    question keeps its question mark); the query itself when every token is one."""
+    dropped = STOPWORDS - OWN_WORDS
     kept = [token for token in query.split()
             if (word := _WORD.search(token.lower().replace("\u2019", "'"))) is not None
-            and word.group(0) not in STOPWORDS and word.group(0).split("'")[0] not in STOPWORDS]
+            and word.group(0) not in dropped and word.group(0).split("'")[0] not in dropped]
     return " ".join(kept) or query
 
 

@@ -39,6 +39,8 @@ def test_the_embedded_text_keeps_content_tokens_as_written() -> None:
     assert embedding_text("WETH/USDC pool after the last liquidation") == (
         "WETH/USDC pool last liquidation")
     assert embedding_text("what is it?") == "what is it?"  # only function words: as asked
+    # a golem's own actions are "our own": those words are kept
+    assert embedding_text("Which of our own trades lost money?") == "our own trades lost money?"
 
 
 @given(st.text(max_size=80))
