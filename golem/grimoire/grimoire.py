@@ -661,6 +661,3 @@ class Grimoire(KnowledgeMaintenance):
         if not wanted:
             raise InvalidMemory("namespace: at least one namespace is needed")
         return rc.namespaces_tuple(wanted)
-
-
-

@@ -15,12 +15,10 @@ A record's quantities are read from its text as the golem writes them
 `arrange` applies an Intent (golem.grimoire.query_numbers) to ranked candidates: within
 the candidates of the compared kind (the most relevant one's, or for an order by time
 the most relevant observed event's when it is nearly as relevant: `compared`), which are
-the records the
-query is about (the same event from the same contract; for entries, the same type and a
-relevance within CLOSE of the best, since every remembered sentence may share a type),
-those that pass the
-threshold and have the quantity the order needs come first, in the order asked; the
-others keep their ranks after them. A size order
+the records the query is about (the same event from the same contract; for entries, the
+same type and a relevance within CLOSE of the best, since every remembered sentence may
+share a type), those that pass the threshold and have the quantity the order needs come
+first, in the order asked; the others keep their ranks after them. A size order
 measures the amount in the unit the query names after its order word ("the largest
 USDC borrow": USDC), or before it, and in the role the query names after that unit
 when records use it ("the biggest WETH sold": WETH amounts followed by "sold").
@@ -84,7 +82,7 @@ CLOSE = 0.9
 # as the best candidate: knowledge entries restate the words of the events they were
 # learned from ("after oracle feed X fell 1.5% or more ..."), and an entry is not an
 # event that happened "last". (A threshold alone keeps the best candidate's kind: Theta
-# asks "after oracle feed X fell 1.5% or more, what ..." for the lessons.)
+# asks "after oracle feed X moved less than 0.5%, what ..." for the lessons.)
 EVENT_SHARE = 0.75
 
 

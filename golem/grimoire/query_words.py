@@ -53,26 +53,30 @@ class TimeWindow:
         return self.since <= t < self.until
 
 
+def _function_word(word: str, words: frozenset[str] = STOPWORDS) -> bool:
+    """Whether a lowercase word (or its part before an apostrophe) is in ``words``."""
+    return word in words or word.split("'", maxsplit=1)[0] in words
+
+
 def content_words(query: str) -> list[str]:
     """The query's lowercase words that are not function words, in order."""
     text = query.lower().replace("\u2019", "'")  # typographic apostrophes
-    return [w for w in _WORD.findall(text)
-            if w not in STOPWORDS and w.split("'")[0] not in STOPWORDS]
+    return [w for w in _WORD.findall(text) if not _function_word(w)]
 
 
 # Function words the embedded query keeps: a golem's own actions render as "Our own
 # swap ...", so "our own" is what tells them from the market's.
 OWN_WORDS = frozenset(("we", "our", "ours", "us", "own"))
+_NOT_EMBEDDED = STOPWORDS - OWN_WORDS
 
 
 def embedding_text(query: str) -> str:
     """What recall embeds for ``query``: its whitespace-separated tokens whose word is not
     a function word (OWN_WORDS excepted), as written (case and punctuation kept, so a
     question keeps its question mark); the query itself when every token is one."""
-    dropped = STOPWORDS - OWN_WORDS
     kept = [token for token in query.split()
             if (word := _WORD.search(token.lower().replace("\u2019", "'"))) is not None
-            and word.group(0) not in dropped and word.group(0).split("'")[0] not in dropped]
+            and not _function_word(word.group(0), _NOT_EMBEDDED)]
     return " ".join(kept) or query
 
 

@@ -284,7 +284,6 @@ class LabRunner:
         self.out.flush()
         return True
 
-
     def _compact(self, run: Run, path: Path) -> None:
         """`golem memory compact` on a recorded life's data dir (its measures are already
         written): old store versions go, so finished lives keep ~10 MB a golem hour, not
