@@ -362,9 +362,9 @@ class MortalitySection:
     reserve_fraction: float = field(default=0.02, metadata=_check(ge=0, le=0.5))
     # Epistemic: predictive fitness, the share of the predictions that differed from a
     # no-knowledge reference (the tape's no-change outlook) in which the golem scored the
-    # better Brier, among the last epistemic_window scored predictions (those whose
-    # horizons do not overlap; at least epistemic_min_samples that differed); below
-    # senescence_threshold it is dying of staleness.
+    # better Brier, over its last epistemic_window such predictions whose horizons do
+    # not overlap (at least epistemic_min_samples); below senescence_threshold it is
+    # dying of staleness.
     epistemic_window: int = field(default=100, metadata=_check(ge=1, le=100_000))
     epistemic_min_samples: int = field(default=10, metadata=_check(ge=1, le=100_000))
     senescence_threshold: float = field(default=0.35, metadata=_check(ge=0, le=1))

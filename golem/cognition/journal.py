@@ -27,6 +27,9 @@ from golem.runtime.state import connect_durable, durable_write, read_only_rows
 
 JOURNAL_DIR = "cognition"
 JOURNAL_DB = "decisions.db"
+# recent_verdicts reads back at most this many predictions per verdict asked for (a
+# window of 100: ~7 golem days of one prediction a minute)
+LOOKBACK_PER_VERDICT = 100
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS decisions (
@@ -51,6 +54,8 @@ CREATE TABLE IF NOT EXISTS predictions (
     hit INTEGER
 );
 CREATE INDEX IF NOT EXISTS predictions_due ON predictions (due_tick) WHERE quality IS NULL;
+CREATE INDEX IF NOT EXISTS predictions_scored ON predictions (due_tick DESC, id DESC)
+    WHERE quality IS NOT NULL;
 CREATE TABLE IF NOT EXISTS outcomes (
     tick INTEGER PRIMARY KEY,
     regime TEXT NOT NULL,
@@ -193,44 +198,58 @@ class DecisionJournal:
         return out
 
     def recent_verdicts(self, limit: int) -> list[bool]:
-        """The epistemic clock's evidence: among the newest ``limit`` scored predictions,
-        oldest first, whether each scored a better three-way Brier than the reference
-        outlook its decision recorded for its subject (``predictions.beat_reference``).
+        """The epistemic clock's evidence: the newest ``limit`` verdicts, oldest first.
+        A verdict is whether a scored prediction, whose outlook differed from the
+        reference outlook its decision recorded for its subject, scored the better
+        three-way Brier (``predictions.beat_reference``). Fewer when the journal holds
+        fewer; the walk back stops after ``LOOKBACK_PER_VERDICT`` x ``limit`` predictions.
 
         Only predictions whose horizons do not overlap count: walking back from the
         newest, one is kept when its due tick is no later than the tick of the one kept
         after it. A prediction made every tick over a five-tick horizon shares four
         fifths of its outcome with the next one, so counting them all counted each
-        outcome five times and let a few unlucky moves look like a long record.
-        Ties (the prediction said what the reference said) and predictions without a
-        reference are left out. The outlook judged is the decision's own (the offline
-        tier's) or, for a model's decision, the one its prediction states; decisions
-        journalled before references were recorded fall back to the offline prior's
-        outlook in ``outlooks``."""
-        rows = self._read(
-            "SELECT p.tick, p.due_tick, p.subject, p.direction, p.confidence, p.baseline, "
-            "p.actual, "
-            "json_extract(d.record, '$.knowledge.outlook'), "
-            "json_extract(d.record, '$.knowledge.reference.subject'), "
-            "json_extract(d.record, '$.knowledge.reference.outlook'), o.prior "
-            "FROM predictions p JOIN decisions d ON d.tick = p.tick "
-            "LEFT JOIN outlooks o ON o.tick = p.tick WHERE p.quality IS NOT NULL "
-            "AND p.baseline > 0 ORDER BY p.due_tick DESC, p.id DESC LIMIT ?", (limit,))
-        out = []
+        outcome five times. Ties (the prediction said what the reference said) and
+        predictions without a reference give no verdict. The window counts verdicts,
+        so every reading rests on the same amount of evidence: counted in rows, a window
+        of 100 held 0-20 verdicts, whose point estimate crossed the threshold by chance
+        (benchmarks/README.md, the fourth 30-day run). The outlook judged is the
+        decision's own (the offline tier's) or, for a model's decision, the one its
+        prediction states; decisions journalled before references were recorded fall
+        back to the offline prior's outlook in ``outlooks``."""
+        out: list[bool] = []
         start: int | None = None  # the tick of the newest prediction kept
-        for tick, due, subject, direction, confidence, baseline, actual, own, ref_subject, \
-                ref, prior in rows:
-            if start is not None and due > start:
-                continue
-            start = tick
-            reference = _reference(subject, ref_subject, ref, prior)
-            if reference is None:
-                continue
-            outlook = _outlook(own) or stated_outlook(direction, float(confidence))
-            verdict = beat_reference(outlook, reference,
-                                     observed_direction(float(actual) / float(baseline) - 1.0))
-            if verdict is not None:
-                out.append(verdict)
+        offset, page, cap = 0, max(64, 8 * limit), LOOKBACK_PER_VERDICT * limit
+        while len(out) < limit and offset < cap:
+            # the page's rows are chosen by the index before any record is parsed
+            rows = self._read(
+                "SELECT p.tick, p.due_tick, p.subject, p.direction, p.confidence, "
+                "p.baseline, p.actual, "
+                "json_extract(d.record, '$.knowledge.outlook'), "
+                "json_extract(d.record, '$.knowledge.reference.subject'), "
+                "json_extract(d.record, '$.knowledge.reference.outlook'), o.prior "
+                "FROM (SELECT * FROM predictions WHERE quality IS NOT NULL "
+                "AND baseline > 0 ORDER BY due_tick DESC, id DESC LIMIT ? OFFSET ?) p "
+                "JOIN decisions d ON d.tick = p.tick "
+                "LEFT JOIN outlooks o ON o.tick = p.tick ORDER BY p.due_tick DESC, p.id DESC",
+                (min(page, cap - offset), offset))
+            offset += len(rows)
+            for tick, due, subject, direction, confidence, baseline, actual, own, \
+                    ref_subject, ref, prior in rows:
+                if start is not None and due > start:
+                    continue
+                start = tick
+                reference = _reference(subject, ref_subject, ref, prior)
+                if reference is None:
+                    continue
+                outlook = _outlook(own) or stated_outlook(direction, float(confidence))
+                verdict = beat_reference(outlook, reference,
+                                         observed_direction(float(actual) / float(baseline) - 1.0))
+                if verdict is not None:
+                    out.append(verdict)
+                    if len(out) >= limit:
+                        break
+            if len(rows) < page:
+                break
         return out[::-1]
 
     def last_tick(self) -> int | None:

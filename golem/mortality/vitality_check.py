@@ -3,11 +3,10 @@ changes, and start the death protocol when the golem is terminal.
 
 Inputs come in as callables so the check does not know where they live: equity (wallet
 plus positions marked to market; until the wallet exists, the starting budget), the
-lifetime model spend from the spend ledger, and from the decision journal whether the
-newest scored predictions beat the no-knowledge reference (`recent_verdicts`). Age is
-golem time since the store's birth. The hazard draw is seeded by (golem seed, Delta
-tick), and a tick's shock is stored with its sample, so a restart neither re-rolls nor
-loses it.
+lifetime model spend from the spend ledger, and the decision journal's newest verdicts
+(whether predictions beat the no-knowledge reference: `recent_verdicts`). Age is golem
+time since the store's birth. The hazard draw is seeded by (golem seed, Delta tick), and a
+tick's shock is stored with its sample, so a restart neither re-rolls nor loses it.
 
 `on_terminal(cause)` is called once per process, on the first tick that reads Terminal
 or finds a component at zero (after a restart it is called again: the death protocol
@@ -56,7 +55,7 @@ class VitalityCheck:
     equity: EquitySource
     seed: int
     spent: Callable[[], float] | None = None  # lifetime model spend, USD (blocking)
-    # the epistemic verdicts among the newest N scored predictions (blocking;
+    # the newest N epistemic verdicts, oldest first (blocking;
     # DecisionJournal.recent_verdicts)
     verdicts: Callable[[int], Sequence[bool]] | None = None
     on_terminal: OnTerminal | None = None

@@ -52,7 +52,7 @@ def test_only_predictions_that_differ_from_the_reference_count(tmp_path: Path) -
         decide(journal, 7, "down", 0.7, record=None)  # neither: nothing to judge by
         settle(journal, {1: -0.01, 2: 0.01, 3: -0.01, 4: 0.01, 5: -0.01, 6: 0.01, 7: 0.01})
         assert journal.recent_verdicts(100) == [True, False, True, False]
-        assert journal.recent_verdicts(3) == [False]  # the newest three: ticks 5-7
+        assert journal.recent_verdicts(3) == [False, True, False]  # ticks 3, 4, 6
     finally:
         journal.close()
 
@@ -104,6 +104,28 @@ def test_overlapping_predictions_count_once_per_horizon(tmp_path: Path) -> None:
                         for p in due])
         # judged, oldest first: ticks 5, 10, 15, 20 (due 10, 15, 20, 25)
         assert journal.recent_verdicts(100) == [True, False, True, False]
-        assert journal.recent_verdicts(6) == [True, False]  # the newest six: ticks 15-20
+        assert journal.recent_verdicts(2) == [True, False]  # the newest two kept: 15, 20
+    finally:
+        journal.close()
+
+
+def test_the_window_counts_verdicts_not_rows(tmp_path: Path) -> None:
+    """The death at golem day 23 of the fourth 30-day run: a window of 100 rows over a
+    five-tick horizon held about 12 verdicts, so a bad half hour read as staleness. The
+    window is the newest ``limit`` verdicts: ties with the reference and overlapping
+    horizons do not use it up."""
+    journal = DecisionJournal.open(tmp_path)
+    try:
+        for tick in range(1, 301):  # right until 200, the reference's tie to 250, then wrong
+            said = list(REFERENCE) if 200 < tick <= 250 else [0.2, 0.1, 0.7]
+            journal.record(tick, float(tick * 60), provider="offline", status="ok",
+                           summary="", record={"knowledge": knowledge(said)},
+                           predictions=[(FEED, "up", 0.01, 0.7, tick + 5, BASE)])
+        journal.settle([(p.id, BASE * (1.01 if p.tick <= 250 else 0.99), 0.5, False)
+                        for p in journal.due(10_000)])
+        assert journal.recent_verdicts(20) == [True] * 10 + [False] * 10
+        window = journal.recent_verdicts(50)
+        assert len(window) == 50 and window.count(False) == 10
+        assert not v.epistemic(window, min_samples=10, threshold=0.35).senescent
     finally:
         journal.close()
