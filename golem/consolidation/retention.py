@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from golem.consolidation import replay
 from golem.grimoire.payloads import OUTCOME_CATEGORY, REVERT_CATEGORY
-from golem.grimoire.records import Episode
+from golem.grimoire.records import EpisodeFacts
 
 DAY_S = 86400.0
 FAILURE_CATEGORIES = frozenset({REVERT_CATEGORY, OUTCOME_CATEGORY})
@@ -59,24 +59,6 @@ class RetentionParams:
     def min_horizon_s(self) -> float:
         """Nothing younger than this goes by age (only past the cap)."""
         return min(self.horizon_s, self.failure_horizon_s, self.salient_horizon_s)
-
-
-@dataclass(frozen=True)
-class EpisodeFacts:
-    """What retention reads about one episode."""
-
-    id: str
-    observed_at: float
-    category: str
-    curiosity: float
-    importance: float | None
-    quality_verified: bool
-    replay_count: int
-
-    @classmethod
-    def of(cls, e: Episode) -> EpisodeFacts:
-        return cls(e.id, e.observed_at, e.category, e.curiosity, e.importance,
-                   e.quality_verified, e.replay_count)
 
 
 @dataclass(frozen=True)

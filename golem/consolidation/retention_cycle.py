@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 
 import anyio.to_thread
@@ -30,17 +30,13 @@ from golem.cognition.journal import JournalReader
 from golem.consolidation import retention as rt
 from golem.grimoire.decay import seeded_pick
 from golem.grimoire.grimoire import Grimoire
-from golem.grimoire.records import Episode, Status
+from golem.grimoire.records import Status
 
 log = structlog.get_logger("golem.consolidation.retention")
 
 SCHEME = "grimoire://"
 LIVE = (Status.ACTIVE, Status.STAGED)  # facts whose evidence is kept
 JOURNAL_PAGE = 1000
-
-
-def _facts(episodes: Sequence[Episode]) -> list[rt.EpisodeFacts]:
-    return [rt.EpisodeFacts.of(e) for e in episodes]
 
 
 def episode_ids(uris: Iterable[object], namespace: str) -> list[str]:
@@ -111,8 +107,7 @@ class EpisodeRetention:
             fact_statuses=LIVE)
         total, keep = snap.total, rt.Keep(cursor=cursor, cited=cited,
                                           fact_sources=snap.fact_sources)
-        seen = await anyio.to_thread.run_sync(_facts, snap.episodes)
-        del snap  # the whole episodes: the plan reads only their facts
+        seen = snap.episodes
         plan = await anyio.to_thread.run_sync(
             lambda: rt.plan(seen, now, self.params, keep, total=total))
         if self.at_random and plan.forget:

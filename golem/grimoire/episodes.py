@@ -14,6 +14,7 @@ Assumes one writing process (the data-dir lock holder).
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import re
@@ -45,6 +46,7 @@ from golem.grimoire.episodes_migrate import (
     current_layout,
 )
 from golem.grimoire.episodes_schema import (
+    FACT_COLUMNS,
     ROW_COLUMNS,
     UPDATABLE,
     Found,
@@ -60,7 +62,7 @@ from golem.grimoire.episodes_schema import (
     unit_vectors,
 )
 from golem.grimoire.errors import GrimoireError, InvalidMemory, SignatureMismatch, StoreCorrupt
-from golem.grimoire.records import Episode, EpisodeRef
+from golem.grimoire.records import Episode, EpisodeFacts, EpisodeRef
 from golem.grimoire.replays import ReplayCounts
 from golem.grimoire.signature import ModelSignature
 from golem.runtime.heap import trim_heap
@@ -568,6 +570,31 @@ class EpisodeStore:
         refs = [EpisodeRef(r["id"], float(r["observed_at"]), r["importance"],
                            int(r["replay_count"])) for r in rows]
         return sorted(refs, key=lambda e: (e.observed_at, e.id))
+
+    def facts(self, namespaces: Sequence[str], observed_after: float, until: float,
+              limit: int) -> list[EpisodeFacts]:
+        """What retention weighs of the episodes ``since`` would return, in its order:
+        the columns and each record's curiosity, read column-wise. Building every
+        Episode of a store at its cap (~120k) took 4-5 s, and keeping their records
+        as dicts 3 s; this takes under 2 s."""
+        if not namespaces or limit < 1:
+            return []
+        clause = _window_clause(namespaces, observed_after, until, False)
+        with self._vendor("window scan"):
+            table = _run(self._query().where(clause).select(list(FACT_COLUMNS))
+                         .limit(limit))
+            ids = [str(i) for i in table.column("id").to_pylist()]
+            counts = self._replays.get(ids)
+        # one record parsed at a time and dropped: only its curiosity is kept
+        curiosity = [float(json.loads(r)["curiosity"])
+                     for r in table.column("record").to_pylist()]
+        out = [EpisodeFacts(i, float(at), str(cat), cur, imp, bool(ok), counts.get(i, 0))
+               for i, at, cat, cur, imp, ok in zip(
+                   ids, table.column("observed_at").to_pylist(),
+                   table.column("category").to_pylist(), curiosity,
+                   table.column("importance").to_pylist(),
+                   table.column("quality_verified").to_pylist(), strict=True)]
+        return sorted(out, key=lambda e: (e.observed_at, e.id))
 
     # ----- maintenance ----------------------------------------------------------------------
 

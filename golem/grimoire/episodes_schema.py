@@ -50,6 +50,9 @@ UPDATABLE = {"replay_count", "quality_verified", "importance"}
 COLUMN_UPDATABLE = ("importance", "quality_verified")
 # What searches and gets read back to rebuild an Episode (no vector).
 ROW_COLUMNS: tuple[str, ...] = ("record", "text", *COLUMN_UPDATABLE)
+# What retention weighs (EpisodeFacts; curiosity is in the record).
+FACT_COLUMNS: tuple[str, ...] = ("id", "observed_at", "category", "record",
+                                 *COLUMN_UPDATABLE)
 ID_CHUNK = 1000  # ids per IN (...) statement
 MAX_IDENTIFIERS, MAX_IDENTIFIER_CHARS = 32, 80  # the full-text index keeps tokens up to 80
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from golem.grimoire.errors import InvalidMemory
-from golem.grimoire.records import Episode, SemanticEntry, Status
+from golem.grimoire.records import Episode, EpisodeFacts, SemanticEntry, Status
 from golem.grimoire.semantic_lifecycle import QuarantineRecord
 from golem.grimoire.semantic_vectors import Vector
 from golem.grimoire.validation import unit
@@ -66,7 +66,7 @@ class RetentionSnapshot:
     """What episode retention plans over, read in one store call."""
 
     total: int  # this golem's episodes in the store
-    episodes: list[Episode]  # those the plan reads (see Grimoire.retention_snapshot)
+    episodes: list[EpisodeFacts]  # those the plan reads (Grimoire.retention_snapshot)
     fact_sources: frozenset[str]  # episode ids cited as source_episodes by live entries
 
 
@@ -177,16 +177,17 @@ class KnowledgeMaintenance:
 
     async def retention_snapshot(self, *, until: Callable[[int], float], limit: int,
                                  fact_statuses: Sequence[Status]) -> RetentionSnapshot:
-        """In one store call: how many episodes this golem holds (``total``); its episodes
-        observed at or before ``until(total)``, oldest first (past ``limit`` rows, the
-        first ``limit`` in storage order, as episodes_window); and every episode id its
+        """In one store call: how many episodes this golem holds (``total``); the facts
+        retention weighs of its episodes observed at or before ``until(total)``, oldest
+        first (past ``limit`` rows, the first ``limit`` in storage order, as
+        episodes_window); and every episode id its
         entries with a status in ``fact_statuses`` cite as source_episodes (the entries
         are streamed; only the ids are kept)."""
         live = frozenset(fact_statuses)
 
         def read() -> RetentionSnapshot:
             total = self._episodes.count([self.namespace])
-            episodes = self._episodes.since([self.namespace], BEFORE_ALL, until(total), limit)
+            episodes = self._episodes.facts([self.namespace], BEFORE_ALL, until(total), limit)
             sources = frozenset(s for e in self._semantic.iter_all()
                                 if e.namespace == self.namespace and e.status in live
                                 for s in e.source_episodes)

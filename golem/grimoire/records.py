@@ -189,6 +189,25 @@ class EpisodeRef:
 
 
 @dataclass(frozen=True)
+class EpisodeFacts:
+    """What retention weighs of an episode (EpisodeStore.facts): its columns and its
+    curiosity, without building the whole Episode."""
+
+    id: str
+    observed_at: float
+    category: str
+    curiosity: float
+    importance: float | None
+    quality_verified: bool
+    replay_count: int
+
+    @classmethod
+    def of(cls, e: Episode) -> EpisodeFacts:
+        return cls(e.id, e.observed_at, e.category, e.curiosity, e.importance,
+                   e.quality_verified, e.replay_count)
+
+
+@dataclass(frozen=True)
 class SemanticEntry:
     """A piece of derived or remembered knowledge in the semantic store."""
 

@@ -23,6 +23,7 @@ from golem.grimoire.payloads import outcome_payload, revert_payload
 from golem.grimoire.records import (
     EntryType,
     Episode,
+    EpisodeFacts,
     MemoryType,
     SemanticEntry,
     Status,
@@ -40,8 +41,8 @@ P = rt.RetentionParams()  # 14-day horizon, failures 60, salient 90
 
 def facts(i: int, age_days: float, *, category: str = "swap", curiosity: float = 0.3,
           importance: float | None = None, verified: bool = True,
-          replays: int = 1) -> rt.EpisodeFacts:
-    return rt.EpisodeFacts(f"e{i}", NOW - age_days * DAY, category, curiosity, importance,
+          replays: int = 1) -> EpisodeFacts:
+    return EpisodeFacts(f"e{i}", NOW - age_days * DAY, category, curiosity, importance,
                            verified, replays)
 
 
@@ -168,7 +169,7 @@ _episode = st.builds(
        cited=st.sets(st.integers(0, 60), max_size=15),
        sources=st.sets(st.integers(0, 60), max_size=15))
 def test_nothing_protected_or_unconsolidated_is_ever_chosen(
-        episodes: list[rt.EpisodeFacts], cap: int, per_run: int, horizon: float,
+        episodes: list[EpisodeFacts], cap: int, per_run: int, horizon: float,
         cursor_age: float | None, extra: int, cited: set[int], sources: set[int]) -> None:
     params = rt.RetentionParams(horizon_s=horizon * DAY, max_episodes=cap,
                                 max_per_run=per_run)

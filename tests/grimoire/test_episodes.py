@@ -24,7 +24,7 @@ from golem.grimoire.errors import (
     SignatureMismatch,
     StoreCorrupt,
 )
-from golem.grimoire.records import Episode, Pad, Provenance, Source, episode_id
+from golem.grimoire.records import Episode, EpisodeFacts, Pad, Provenance, Source, episode_id
 from golem.grimoire.signature import ModelSignature
 
 from .test_embedder import MODEL_DIR
@@ -617,3 +617,25 @@ def test_window_references_match_the_window_without_reading_records(
             assert refs and len(refs) <= limit
     assert store.since_refs(["other"], start, start + 1e6, 10) == []
     assert store.since_refs(["main"], start, start + 1e6, 0) == []
+
+
+def test_facts_are_the_window_s_episodes_as_retention_weighs_them(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    rng = np.random.default_rng(6)
+    store = open_store(tmp_path / "ep", sig)
+    episodes = [dataclasses.replace(make_episode(i), curiosity=(i % 10) / 10)
+                for i in range(30)]
+    store.upsert(episodes, unit(rng, len(episodes)))
+    ids = [e.id for e in episodes]
+    store.increment_replay(ids[3:9])
+    store.update(ids[::2], quality_verified=True, importance=0.9)
+    start = episodes[0].observed_at
+    for limit in (100, 7):
+        full = store.since(["main"], start + 5, start + 250, limit)
+        facts = store.facts(["main"], start + 5, start + 250, limit)
+        assert facts == [EpisodeFacts.of(e) for e in full]
+        assert facts and len(facts) <= limit
+    assert {f.curiosity for f in store.facts(["main"], start, start + 1e6, 100)} == \
+        {e.curiosity for e in episodes}
+    assert store.facts(["other"], start, start + 1e6, 10) == []
+    assert store.facts(["main"], start, start + 1e6, 0) == []
