@@ -11,13 +11,14 @@ import textwrap
 import threading
 from pathlib import Path
 
+import lance
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from golem.grimoire.embedder import Embedder
-from golem.grimoire.episodes import MAX_VECTOR_SEGMENTS, EpisodeStore
+from golem.grimoire.episodes import MAX_SMALL_FRAGMENTS, MAX_VECTOR_SEGMENTS, EpisodeStore
 from golem.grimoire.errors import (
     GrimoireError,
     InvalidMemory,
@@ -102,6 +103,47 @@ def test_folds_merge_new_rows_into_the_index_without_new_segments(
         assert report["after"]["vector_index_segments"] == 1
         assert report["after"]["rows"] == 3100 + fold * 100
         assert report["after"]["fragments"] < report["before"]["fragments"]
+
+
+def test_a_fold_rewrites_no_folded_fragment_until_small_ones_pile_up(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    """A fold compacts only the fragments written since the last one and leaves deleted
+    rows where they are (rewriting folded fragments and remapping the indexes for them
+    was half of a fold at the 30-day run's cap); past MAX_SMALL_FRAGMENTS small folded
+    fragments, one fold compacts them all and drops the deleted rows."""
+    rng = np.random.default_rng(24)
+    path = tmp_path / "ep"
+    store = open_store(path, sig, index_min_rows=300)
+    centres = unit(rng, 8)
+    episodes = [make_episode(i) for i in range(2000)]
+    store.upsert(episodes, clustered(rng, 2000, centres))
+    assert store.maybe_build_index() is True
+    store.optimize()
+
+    def fragments() -> dict[int, tuple[int, int]]:
+        """fragment id -> (rows in its files, rows live)"""
+        dataset = lance.dataset(str(next(path.glob("episodes-*.lance"))))
+        return {f.fragment_id: (f.metadata.physical_rows, f.count_rows())
+                for f in dataset.get_fragments()}
+
+    folded = fragments()
+    assert store.delete([e.id for e in episodes[:400]]) == 400  # a fifth of them
+    written = 2000
+    for fold in range(MAX_SMALL_FRAGMENTS):
+        for _ in range(5):  # small appends, like Gamma's ticks
+            store.upsert([make_episode(i) for i in range(written, written + 20)],
+                         clustered(rng, 20, centres))
+            written += 20
+        assert store.optimize()["after"]["vector_index_segments"] == 1
+        now = fragments()
+        assert set(folded) <= set(now)  # not rewritten, its deleted rows still in it
+        assert len(now) == len(folded) + fold + 1  # the fold's rows: one new fragment
+    store.upsert([make_episode(written)], clustered(rng, 1, centres))
+    store.optimize()
+    after = fragments()
+    assert not set(folded) & set(after) and len(after) <= 2  # compacted, the new row aside
+    assert all(physical == live for physical, live in after.values())  # deleted rows gone
+    assert sum(live for _, live in after.values()) == store.count() == written + 1 - 400
 
 
 def test_replays_are_counted_beside_the_table_not_in_its_rows(
