@@ -210,12 +210,11 @@ class DecisionJournal:
         fifths of its outcome with the next one, so counting them all counted each
         outcome five times. Ties (the prediction said what the reference said) and
         predictions without a reference give no verdict. The window counts verdicts,
-        so every reading rests on the same amount of evidence: counted in rows, a window
-        of 100 held 0-20 verdicts, whose point estimate crossed the threshold by chance
-        (benchmarks/README.md, the fourth 30-day run). The outlook judged is the
-        decision's own (the offline tier's) or, for a model's decision, the one its
-        prediction states; decisions journalled before references were recorded fall
-        back to the offline prior's outlook in ``outlooks``."""
+        not rows, so every reading rests on the same amount of evidence whatever the
+        horizon and however often the golem says what the reference says. The outlook
+        judged is the decision's own (the offline tier's) or, for a model's decision,
+        the one its prediction states; decisions journalled before references were
+        recorded fall back to the offline prior's outlook in ``outlooks``."""
         out: list[bool] = []
         start: int | None = None  # the tick of the newest prediction kept
         offset, page, cap = 0, max(64, 8 * limit), LOOKBACK_PER_VERDICT * limit
