@@ -69,7 +69,7 @@ from golem.runtime.heap import trim_heap
 
 log = structlog.get_logger("golem.grimoire")
 REINDEX_GROWTH = 1.2  # retrain the vector index when the table grew by 20% since training
-FTS_INDEX = "text_idx"  # LanceDB's default name for the index on "text"
+FTS_INDEX = layout.TEXT_INDEX
 # A search probes every segment of the vector index, so searches slow down with each one
 # until they are slower than an exact search. Our folds merge new rows into the newest
 # segment; a store folded by lancedb's optimize() (a segment a fold) is retrained past
@@ -87,6 +87,10 @@ FTS_REFRESH_ROWS = 1000
 # deleted; bigger fragments are not rewritten otherwise, so no fold rewrites the table.
 COMPACT_ROWS = 20_000
 MAX_SMALL_FRAGMENTS = 16
+# A fold adds the new rows to the text index as a segment of their own; the fold that
+# finds this many merges them all into one (merging into one segment at every fold
+# rewrote the whole text index each time).
+MAX_TEXT_SEGMENTS = 8
 # newest_hits: windows back from the golem's now, each four times the last (10 golem
 # minutes to ~114 days, then all), and the times one window's scan may bring.
 NEWEST_WINDOWS_S: tuple[float | None, ...] = (*(600.0 * 4 ** i for i in range(8)), None)
@@ -668,24 +672,26 @@ class EpisodeStore:
 
     def _fold(self, age: timedelta, max_versions: int | None) -> None:
         """Compact the new fragments (past MAX_SMALL_FRAGMENTS small ones, every fragment
-        toward COMPACT_ROWS, deleted rows removed), merge rows no index holds yet into
-        the newest segment of every index (the vector index gains no delta segment and is
-        not retrained), drop versions older than ``age`` or beyond the newest
-        ``max_versions``, and files no version uses (we hold the only writer). Through
-        pylance: lancedb's optimize() sets neither the compaction target nor the merge,
-        and adds a vector segment on every call."""
+        toward COMPACT_ROWS, deleted rows removed); merge rows no index holds yet into the
+        newest segment of every index but the text index (the vector index gains no
+        delta segment and is not retrained), and into a new text index segment (past
+        MAX_TEXT_SEGMENTS, all of them into one); drop versions older than ``age`` or
+        beyond the newest ``max_versions``, and files no version uses (we hold the only
+        writer). Through pylance: lancedb's optimize() sets neither the compaction target
+        nor the merge, and adds a vector segment on every call."""
         index_mb, metadata_mb = self._cache_mb
         dataset = lance.dataset(str(layout.table_dir(self.directory, self._meta.table)),
                                 index_cache_size_bytes=index_mb << 20,
                                 metadata_cache_size_bytes=metadata_mb << 20)
         # each step moves ``dataset`` to the version it commits
+        indexes = dataset.describe_indices()
+        text = [i for i in indexes if i.name == FTS_INDEX]
         # Compacting every fragment at every fold rewrote the newest folded one (still
         # below COMPACT_ROWS) and any with a tenth deleted (retention deletes ~2,000 an
-        # hour at the cap), and remapped the indexes for them: ~2.5 s of a 4.5 s fold.
-        # The text index holds every fragment but the new ones.
-        folded = sorted({int(i) for index in dataset.describe_indices()
-                         if index.name == FTS_INDEX
-                         for segment in index.segments for i in segment.fragment_ids})
+        # hour at the cap), and remapped the indexes for them. The text index holds
+        # every fragment but the new ones.
+        folded = sorted({int(i) for index in text for segment in index.segments
+                         for i in segment.fragment_ids})
         small = sum(f.fragment_id in folded and f.metadata.physical_rows < COMPACT_ROWS
                     for f in dataset.get_fragments())
         if small > MAX_SMALL_FRAGMENTS:
@@ -694,7 +700,14 @@ class EpisodeStore:
             dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS,
                                            materialize_deletions=False,
                                            excluded_fragment_ids=folded)
-        dataset.optimize.optimize_indices(num_indices_to_merge=1)
+        others = [i.name for i in indexes if i.name != FTS_INDEX]
+        if others:
+            dataset.optimize.optimize_indices(num_indices_to_merge=1, index_names=others)
+        if text:
+            segments = len(text[0].segments)
+            dataset.optimize.optimize_indices(
+                num_indices_to_merge=segments if segments >= MAX_TEXT_SEGMENTS else 0,
+                index_names=[FTS_INDEX])
         dataset.cleanup_old_versions(older_than=age, delete_unverified=True)
         if max_versions is not None:
             # given both, lance keeps a version that either bound would keep

@@ -36,6 +36,7 @@ INDEX_KIND = "ivf_sq_target_size"
 TABLE_PREFIX = "episodes-"
 TABLE_SUFFIX = ".lance"
 VECTOR_INDEX = "vector_idx"  # LanceDB's default name for the index on "vector"
+TEXT_INDEX = "text_idx"  # LanceDB's default name for the index on "text"
 
 
 @dataclass(frozen=True)
@@ -140,12 +141,19 @@ def vector_segments(table: Any) -> int:
     return int(stats.num_indices) if stats is not None else 0
 
 
+def text_segments(table: Any) -> int:
+    """Segments of the table's full-text index (0: none); a search reads every one."""
+    stats = table.index_stats(TEXT_INDEX)
+    return int(stats.num_indices) if stats is not None else 0
+
+
 def table_stats(table: Any, root: Path) -> dict[str, int]:
-    """Rows, fragments, versions, vector index segments and bytes on disk of a LanceDB
-    table (optimize reports)."""
+    """Rows, fragments, versions, vector and text index segments and bytes on disk of a
+    LanceDB table (optimize reports)."""
     stats = table.stats()
     size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     return {"rows": int(stats["num_rows"]),
             "fragments": int(stats["fragment_stats"]["num_fragments"]),
             "versions": len(table.list_versions()),
-            "vector_index_segments": vector_segments(table), "bytes": size}
+            "vector_index_segments": vector_segments(table),
+            "text_index_segments": text_segments(table), "bytes": size}
