@@ -14,7 +14,6 @@ Assumes one writing process (the data-dir lock holder).
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import re
@@ -55,6 +54,7 @@ from golem.grimoire.episodes_schema import (
     episode_schema,
     from_row,
     id_chunks,
+    record_curiosity,
     search_filter,
     sql_in,
     sql_value,
@@ -583,7 +583,7 @@ class EpisodeStore:
               limit: int) -> list[EpisodeFacts]:
         """What retention weighs of the episodes ``since`` would return, in its order:
         the columns and each record's curiosity, read column-wise without building any
-        Episode (each record is parsed and dropped)."""
+        Episode or parsing the records."""
         if not namespaces or limit < 1:
             return []
         clause = _window_clause(namespaces, observed_after, until, False)
@@ -592,9 +592,7 @@ class EpisodeStore:
                          .limit(limit))
             ids = [str(i) for i in table.column("id").to_pylist()]
             counts = self._replays.get(ids)
-        # one record parsed at a time and dropped: only its curiosity is kept
-        curiosity = [float(json.loads(r)["curiosity"])
-                     for r in table.column("record").to_pylist()]
+        curiosity = [record_curiosity(r) for r in table.column("record").to_pylist()]
         out = [EpisodeFacts(i, float(at), str(cat), cur, imp, bool(ok), counts.get(i, 0))
                for i, at, cat, cur, imp, ok in zip(
                    ids, table.column("observed_at").to_pylist(),

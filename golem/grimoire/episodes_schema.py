@@ -8,6 +8,7 @@ SQL (tested against quotes, backslashes and control characters).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -83,6 +84,23 @@ def _record_json(episode: Episode, signature_id: str) -> str:
         return json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidMemory(f"episode {episode.id}: payload is not JSON-safe ({exc})") from None
+
+
+_CURIOSITY_KEY = '"curiosity":'
+
+
+def record_curiosity(record: str) -> float:
+    """An episode's curiosity from the record ``_record_json`` wrote, without parsing the
+    rest. Its keys are sorted, so the first ``"curiosity":`` is the top-level key: only
+    block_hash, block_number, category and chain_id come before it, and a quote inside a
+    string value is escaped (a payload's own "curiosity" comes later). A record it cannot
+    read that way is parsed in full."""
+    start = record.find(_CURIOSITY_KEY) + len(_CURIOSITY_KEY)
+    end = record.find(",", start)
+    with contextlib.suppress(ValueError):
+        if start >= len(_CURIOSITY_KEY) and end > start:
+            return float(record[start:end])
+    return float(json.loads(record)["curiosity"])
 
 
 def _check(episode: Episode) -> None:

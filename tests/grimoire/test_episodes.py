@@ -682,7 +682,11 @@ def test_facts_are_the_window_s_episodes_as_retention_weighs_them(
         tmp_path: Path, sig: ModelSignature) -> None:
     rng = np.random.default_rng(6)
     store = open_store(tmp_path / "ep", sig)
-    episodes = [dataclasses.replace(make_episode(i), curiosity=(i % 10) / 10)
+    # a payload of its own "curiosity" (on-chain names are anyone's) and quotes in a
+    # category do not fool the record's reader
+    episodes = [dataclasses.replace(make_episode(i, category='say "curiosity":1,' if i == 3
+                                                 else "swap"), curiosity=(i % 10) / 10,
+                                    payload={"curiosity": 0.99, "note": '"curiosity":1,'})
                 for i in range(30)]
     store.upsert(episodes, unit(rng, len(episodes)))
     ids = [e.id for e in episodes]
