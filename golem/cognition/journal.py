@@ -223,24 +223,26 @@ class DecisionJournal:
             rows = self._read(
                 "SELECT p.tick, p.due_tick, p.subject, p.direction, p.confidence, "
                 "p.baseline, p.actual, "
-                "json_extract(d.record, '$.knowledge.outlook'), "
-                "json_extract(d.record, '$.knowledge.reference.subject'), "
-                "json_extract(d.record, '$.knowledge.reference.outlook'), o.prior "
+                # one parse of the (large) record for the three values, as a JSON array
+                "json_extract(d.record, '$.knowledge.outlook', "
+                "'$.knowledge.reference.subject', '$.knowledge.reference.outlook'), "
+                "o.prior "
                 "FROM (SELECT * FROM predictions WHERE quality IS NOT NULL "
                 "AND baseline > 0 ORDER BY due_tick DESC, id DESC LIMIT ? OFFSET ?) p "
                 "JOIN decisions d ON d.tick = p.tick "
                 "LEFT JOIN outlooks o ON o.tick = p.tick ORDER BY p.due_tick DESC, p.id DESC",
                 (min(page, cap - offset), offset))
             offset += len(rows)
-            for tick, due, subject, direction, confidence, baseline, actual, own, \
-                    ref_subject, ref, prior in rows:
+            for tick, due, subject, direction, confidence, baseline, actual, knowledge, \
+                    prior in rows:
                 if start is not None and due > start:
                     continue
                 start = tick
+                own, ref_subject, ref = _three(knowledge)
                 reference = _reference(subject, ref_subject, ref, prior)
                 if reference is None:
                     continue
-                outlook = _outlook(own) or stated_outlook(direction, float(confidence))
+                outlook = _outlook_of(own) or stated_outlook(direction, float(confidence))
                 verdict = beat_reference(outlook, reference,
                                          observed_direction(float(actual) / float(baseline) - 1.0))
                 if verdict is not None:
@@ -372,17 +374,19 @@ class JournalReader:
         were recorded) and the reference outlook the epistemic clock judges it against
         (the no-change prior; None where the decision recorded none)."""
         rows = self._rows("SELECT d.golem_time, p.subject, p.baseline, p.actual, "
-                          "json_extract(d.record, '$.situation.bucket'), "
-                          "json_extract(d.record, '$.knowledge.reference.subject'), "
-                          "json_extract(d.record, '$.knowledge.reference.outlook'), o.prior "
-                          "FROM predictions p JOIN decisions d ON d.tick = p.tick "
+                          "json_extract(d.record, '$.situation.bucket', "
+                          "'$.knowledge.reference.subject', '$.knowledge.reference.outlook'), "
+                          "o.prior FROM predictions p JOIN decisions d ON d.tick = p.tick "
                           "LEFT JOIN outlooks o ON o.tick = p.tick WHERE p.quality IS NOT NULL "
                           "ORDER BY p.tick, p.id", ())
-        return [PredictionSituation(
-            float(at), observed_direction(float(actual) / float(baseline) - 1.0),
-            None if bucket is None else str(bucket),
-            _reference(subject, ref_subject, ref, prior))
-            for at, subject, baseline, actual, bucket, ref_subject, ref, prior in rows]
+        out = []
+        for at, subject, baseline, actual, known, prior in rows:
+            bucket, ref_subject, ref = _three(known)
+            out.append(PredictionSituation(
+                float(at), observed_direction(float(actual) / float(baseline) - 1.0),
+                None if bucket is None else str(bucket),
+                _reference(subject, ref_subject, ref, prior)))
+        return out
 
     def knowledge_ages(self) -> list[tuple[float, list[float | None]]]:
         """(golem time, the observed_to of each attributed entry) of every decision that
@@ -413,20 +417,36 @@ def _outlook(raw: str | None) -> Outlook | None:
         values = json.loads(raw) if raw else None
     except ValueError:
         return None
+    return _outlook_of(values)
+
+
+def _outlook_of(values: object) -> Outlook | None:
+    """An outlook from decoded JSON ([down, flat, up]), None when absent or malformed."""
     if (isinstance(values, list) and len(values) == 3
             and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)):
         return (float(values[0]), float(values[1]), float(values[2]))
     return None
 
 
-def _reference(subject: object, ref_subject: object, ref: str | None,
+def _three(raw: str | None) -> tuple[object, object, object]:
+    """The decoded JSON array of three values a multi-path json_extract returns (Nones
+    when absent or malformed)."""
+    try:
+        values = json.loads(raw) if raw else None
+    except ValueError:
+        return None, None, None
+    return (values[0], values[1], values[2]) if isinstance(values, list) \
+        and len(values) == 3 else (None, None, None)
+
+
+def _reference(subject: object, ref_subject: object, ref: object,
                prior: str | None) -> Outlook | None:
-    """A prediction's reference outlook: the one its decision recorded for its subject,
-    or (decisions journalled before references were) the offline prior's in
-    ``outlooks``; None when neither applies."""
+    """A prediction's reference outlook: the one its decision recorded for its subject
+    (decoded JSON), or (decisions journalled before references were) the offline prior's
+    in ``outlooks``; None when neither applies."""
     if ref_subject is None:
         return _outlook(prior)
-    return _outlook(ref) if str(ref_subject).lower() == str(subject).lower() else None
+    return _outlook_of(ref) if str(ref_subject).lower() == str(subject).lower() else None
 
 
 def _time_or_none(value: object) -> float | None:
