@@ -26,7 +26,6 @@ from typing import Any
 
 os.environ.setdefault("LANCEDB_LOG", "error")  # Rust warnings would bypass our JSON logs
 
-import lance
 import lancedb
 import numpy as np
 import structlog
@@ -677,6 +676,8 @@ class EpisodeStore:
         beyond the newest ``max_versions``, and files no version uses (we hold the only
         writer). Through pylance: lancedb's optimize() sets neither the compaction target
         nor the merge, and adds a vector segment on every call."""
+        import lance  # noqa: PLC0415 - pylance (~21 MB) only where a fold needs it
+
         index_mb, metadata_mb = self._cache_mb
         dataset = lance.dataset(str(layout.table_dir(self.directory, self._meta.table)),
                                 index_cache_size_bytes=index_mb << 20,
