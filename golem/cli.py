@@ -135,7 +135,7 @@ def _cmd_run(config_path: Path, stop_after: float | None,
         return exc.exit_code
     heap = tune_heap(os.environ)  # before the model and the stores allocate
     if heap:
-        log.info("glibc heap tuned for a small VM", **{k.lower(): v for k, v in heap.items()})
+        log.info("memory tuned for a small VM", **{k.lower(): v for k, v in heap.items()})
     notifier = SystemdNotifier.from_environ()
     if registry is None:  # production: this build's components and handlers
         daemon = Daemon(config, build_registry(config), stop_after=stop_after,

@@ -310,8 +310,40 @@ def test_the_golem_command_keeps_large_buffers_in_their_own_mappings() -> None:
         return done.stdout.split()
 
     assert probe("plain") == ["-", "False"]  # glibc's default: the second one is heap
-    assert probe("tune") == ["MALLOC_ARENA_MAX,MALLOC_MMAP_THRESHOLD_", "True"]
-    assert probe("tune", MALLOC_MMAP_THRESHOLD_="8388608") == ["MALLOC_ARENA_MAX", "False"]
+    assert probe("tune") == ["MALLOC_ARENA_MAX,MALLOC_MMAP_THRESHOLD_,THP_DISABLE", "True"]
+    assert probe("tune", MALLOC_MMAP_THRESHOLD_="8388608") == [
+        "MALLOC_ARENA_MAX,THP_DISABLE", "False"]
+
+
+THP_PROBE = """
+import os, subprocess, sys
+from golem.runtime.heap import tune_heap
+applied = tune_heap(os.environ)
+def thp(status):
+    return next(l.split()[1] for l in status.splitlines() if l.startswith("THP_enabled"))
+with open("/proc/self/status") as f:
+    mine = thp(f.read())
+child = thp(subprocess.run(["cat", "/proc/self/status"], capture_output=True, text=True,
+                           check=True).stdout)
+print("THP_DISABLE" in applied, mine, child)
+"""
+
+
+def test_the_golem_command_turns_transparent_huge_pages_off() -> None:
+    """Partly used 2 MiB pages inflated a golem's RSS where the kernel gives huge pages
+    to regions that ask (benchmarks/README.md). The golem command turns them off for
+    itself and what it starts, unless GOLEM_THP is set."""
+    if "THP_enabled:" not in Path("/proc/self/status").read_text():
+        pytest.skip("this kernel does not report THP_enabled (Linux < 5.0)")
+    env = {k: v for k, v in child_env().items() if k != "GOLEM_THP"}
+
+    def probe(**extra: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", THP_PROBE], capture_output=True,
+                              text=True, env={**env, **extra}, timeout=60, check=True)
+        return done.stdout.split()
+
+    assert probe() == ["True", "0", "0"]
+    assert probe(GOLEM_THP="madvise") == ["False", "1", "1"]
 
 
 TRIM_PROBE = MALLINFO + """

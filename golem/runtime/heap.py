@@ -8,8 +8,14 @@ free: a lower peak RSS for some embedding throughput (fresh pages for each buffe
 which Gamma's few texts per second can spare. Fewer arenas (two) keep the threads of
 onnxruntime, LanceDB and the event loop from each holding freed memory.
 
+Transparent huge pages are turned off for the process (and the processes it starts):
+where the kernel gives them to regions that ask (``madvise``), the libraries' large
+allocations were backed by 2 MiB pages that were only partly used. Setting
+``GOLEM_THP`` in the environment (any value) leaves the system's choice.
+
 An operator's own ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_ARENA_MAX`` wins (glibc read
-them at start-up); elsewhere than glibc this does nothing.
+them at start-up); elsewhere than glibc the malloc settings do nothing, and elsewhere
+than Linux the huge-page one.
 """
 
 from __future__ import annotations
@@ -24,21 +30,33 @@ M_MMAP_THRESHOLD = -3  # mallopt parameters, from glibc's malloc.h
 M_ARENA_MAX = -8
 MMAP_THRESHOLD = 1 << 20
 ARENA_MAX = 2
+PR_SET_THP_DISABLE = 41  # prctl option, from linux/prctl.h
+THP_DISABLE = "THP_DISABLE"  # its key in tune_heap's result
 
 
 def tune_heap(environ: Mapping[str, str]) -> dict[str, int]:
     """Apply the settings the environment does not set; returns those applied."""
+    applied = _no_huge_pages() if "GOLEM_THP" not in environ else {}
     wanted = {"MALLOC_MMAP_THRESHOLD_": (M_MMAP_THRESHOLD, MMAP_THRESHOLD),
               "MALLOC_ARENA_MAX": (M_ARENA_MAX, ARENA_MAX)}
     todo = {name: setting for name, setting in wanted.items() if name not in environ}
-    if not todo:
-        return {}
-    libc = _libc()
-    mallopt = getattr(libc, "mallopt", None)
+    mallopt = getattr(_libc(), "mallopt", None) if todo else None
     if mallopt is None:
-        return {}  # not glibc
+        return applied  # nothing to set, or not glibc
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return {name: value for name, (param, value) in todo.items() if mallopt(param, value) == 1}
+    return {**applied, **{name: value for name, (param, value) in todo.items()
+                          if mallopt(param, value) == 1}}
+
+
+def _no_huge_pages() -> dict[str, int]:
+    """Turn transparent huge pages off for this process and its children (Linux)."""
+    prctl = getattr(_libc(), "prctl", None)
+    if prctl is None:
+        return {}
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
+                      ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return {THP_DISABLE: 1} if prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0 else {}
 
 
 def trim_heap() -> bool:
