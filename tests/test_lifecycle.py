@@ -316,8 +316,11 @@ def test_the_golem_command_keeps_large_buffers_in_their_own_mappings() -> None:
 
 
 THP_PROBE = """
-import os, subprocess, sys
+import ctypes, os, subprocess, sys
 from golem.runtime.heap import tune_heap
+# huge pages on, whatever this process inherited (a golem run inside the test process
+# turns them off for it and its children)
+assert ctypes.CDLL(None).prctl(41, 0, 0, 0, 0) == 0
 applied = tune_heap(os.environ)
 def thp(status):
     return next(l.split()[1] for l in status.splitlines() if l.startswith("THP_enabled"))
