@@ -689,8 +689,8 @@ class EpisodeStore:
         # below COMPACT_ROWS) and any with a tenth deleted (retention deletes ~2,000 an
         # hour at the cap), and remapped the indexes for them. The text index holds
         # every fragment but the new ones.
-        folded = sorted({int(i) for index in text for segment in index.segments
-                         for i in segment.fragment_ids})
+        folded = {int(i) for index in text for segment in index.segments
+                  for i in segment.fragment_ids}
         small = sum(f.fragment_id in folded and f.metadata.physical_rows < COMPACT_ROWS
                     for f in dataset.get_fragments())
         if small > MAX_SMALL_FRAGMENTS:
@@ -698,7 +698,7 @@ class EpisodeStore:
         else:
             dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS,
                                            materialize_deletions=False,
-                                           excluded_fragment_ids=folded)
+                                           excluded_fragment_ids=sorted(folded))
         others = [i.name for i in indexes if i.name != FTS_INDEX]
         if others:
             dataset.optimize.optimize_indices(num_indices_to_merge=1, index_names=others)

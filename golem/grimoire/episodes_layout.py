@@ -134,17 +134,16 @@ def sweep_orphans(directory: Path, live_table: str | None) -> list[Path]:
     return removed
 
 
+def index_segments(table: Any, name: str) -> int:
+    """Segments of the table's index ``name`` (0: none). A search probes every segment of
+    the vector index (the trained one plus a delta for each lancedb optimize() that had
+    new or rewritten rows) and reads every one of the text index."""
+    stats = table.index_stats(name)
+    return int(stats.num_indices) if stats is not None else 0
+
+
 def vector_segments(table: Any) -> int:
-    """Segments of the table's vector index (0: none): the trained one plus a delta for
-    each optimize() that had new or rewritten rows. A search probes every one."""
-    stats = table.index_stats(VECTOR_INDEX)
-    return int(stats.num_indices) if stats is not None else 0
-
-
-def text_segments(table: Any) -> int:
-    """Segments of the table's full-text index (0: none); a search reads every one."""
-    stats = table.index_stats(TEXT_INDEX)
-    return int(stats.num_indices) if stats is not None else 0
+    return index_segments(table, VECTOR_INDEX)
 
 
 def table_stats(table: Any, root: Path) -> dict[str, int]:
@@ -156,4 +155,4 @@ def table_stats(table: Any, root: Path) -> dict[str, int]:
             "fragments": int(stats["fragment_stats"]["num_fragments"]),
             "versions": len(table.list_versions()),
             "vector_index_segments": vector_segments(table),
-            "text_index_segments": text_segments(table), "bytes": size}
+            "text_index_segments": index_segments(table, TEXT_INDEX), "bytes": size}

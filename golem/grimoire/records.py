@@ -201,11 +201,6 @@ class EpisodeFacts:
     quality_verified: bool
     replay_count: int
 
-    @classmethod
-    def of(cls, e: Episode) -> EpisodeFacts:
-        return cls(e.id, e.observed_at, e.category, e.curiosity, e.importance,
-                   e.quality_verified, e.replay_count)
-
 
 @dataclass(frozen=True)
 class SemanticEntry:
