@@ -31,6 +31,7 @@ reason instead of rewriting history.
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -376,22 +377,23 @@ class GammaCapture:
 
     def _write_ground_truth(self) -> None:
         """The market's regime switches, for comparing with what perception detected,
-        and the facts that changed mid-life (a sibling file, only once one did)."""
+        and the facts that changed mid-life (a sibling file, only once one did). Each
+        write adds only the new lines: the switches pile up over a life (~800 a golem
+        day on the default market), and rewriting the file at every switch made the cost
+        grow with the golem's age."""
         assert self.market is not None
         truth = self.market.ground_truth
         folder = self.data_dir / CHAIN_DIR
         if len(truth) != self._truth_written:
-            folder.mkdir(parents=True, exist_ok=True)
-            lines = [json.dumps({"golem_time": s.golem_time, "block_number": s.block_number,
-                                 "regime": s.regime}) for s in truth]
-            atomic_write(folder / GROUND_TRUTH_FILE, ("\n".join(lines) + "\n").encode())
-            self._truth_written = len(truth)
+            self._truth_written = _sync_lines(
+                folder / GROUND_TRUTH_FILE, self._truth_written, truth,
+                lambda s: json.dumps({"golem_time": s.golem_time,
+                                      "block_number": s.block_number, "regime": s.regime}))
         changes = self.market.fact_changes
         if len(changes) != self._changes_written:
-            folder.mkdir(parents=True, exist_ok=True)
-            lines = [json.dumps(c.to_dict(), sort_keys=True) for c in changes]
-            atomic_write(folder / FACT_CHANGES_FILE, ("\n".join(lines) + "\n").encode())
-            self._changes_written = len(changes)
+            self._changes_written = _sync_lines(
+                folder / FACT_CHANGES_FILE, self._changes_written, changes,
+                lambda c: json.dumps(c.to_dict(), sort_keys=True))
 
 
 def _ms_since(started: float) -> float:
@@ -422,12 +424,38 @@ def episode_payload(event: DecodedEvent, regime: str, route: str,
                        for key, m in (tokens or {}).items()}}
 
 
+T = TypeVar("T")
+
+
 def _count_lines(path: Path) -> int:
+    """The complete lines of a JSON-lines file this module appends to; a last line
+    without its newline (a write cut short by a crash) is cut off, so the next
+    _sync_lines writes that item again."""
     try:
-        with path.open(encoding="utf-8") as fh:
-            return sum(1 for _ in fh)
+        with path.open("rb+") as fh:
+            data = fh.read()
+            complete = data.rfind(b"\n") + 1
+            if complete < len(data):
+                fh.truncate(complete)
+            return data.count(b"\n")
     except FileNotFoundError:
         return 0
+
+
+def _sync_lines(path: Path, written: int, items: Sequence[T],
+                line: Callable[[T], str]) -> int:
+    """Bring a JSON-lines file holding ``line`` of the first ``written`` items up to all
+    of ``items``: appends the missing ones (then fsyncs), or rewrites it atomically when
+    ``items`` is shorter (a market restored to an earlier state). Returns len(items)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if len(items) < written:
+        atomic_write(path, "".join(line(i) + "\n" for i in items).encode())
+        return len(items)
+    with path.open("ab") as fh:
+        fh.write("".join(line(i) + "\n" for i in items[written:]).encode())
+        fh.flush()
+        os.fsync(fh.fileno())
+    return len(items)
 
 
 def _load_beliefs(path: Path) -> BeliefState:
@@ -439,8 +467,6 @@ def _load_beliefs(path: Path) -> BeliefState:
         log.warning("beliefs unreadable; starting fresh", path=str(path), error=str(exc))
         return BeliefState()
 
-
-T = TypeVar("T")
 
 
 def read_ground_truth(data_dir: Path) -> list[tuple[float, str]]:

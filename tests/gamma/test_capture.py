@@ -76,6 +76,12 @@ def test_capture_writes_every_confirmed_watched_log_once_and_survives_a_restart(
     head = first.market.evm.head().number
     assert first.follower.cursor == head - config.chain.confirmations
     hashes = [first.market.evm.block(n).hash for n in range(1, head + 1)]
+    # A crash cut the regime file's last write short: half a line, no newline.
+    truth_file = config.data_dir / "chain" / "ground_truth.jsonl"
+    written = truth_file.read_bytes()
+    assert written.count(b"\n") == len(first.market.ground_truth) >= 2
+    truth_file.write_bytes(written[:written.rfind(b"\n", 0, -1) + 1] + b'{"golem_ti')
+    inode = truth_file.stat().st_ino
 
     second = _run(config, 100)  # replays the journalled market, then goes on
     assert second.market is not None and second.follower is not None
@@ -124,6 +130,11 @@ def test_capture_writes_every_confirmed_watched_log_once_and_survives_a_restart(
     assert len(beliefs.channels) >= 4
     truth = [json.loads(line) for line in
              (chain_dir / "ground_truth.jsonl").read_text().splitlines()]
+    # every switch once, the one the crash cut written again; new ones appended, the file
+    # not rewritten (rewriting it at each switch cost more the older the golem)
+    assert [(t["golem_time"], t["block_number"], t["regime"]) for t in truth] == [
+        (s.golem_time, s.block_number, s.regime) for s in second.market.ground_truth]
+    assert truth_file.stat().st_ino == inode
     assert truth[0]["regime"] == "calm"
     assert truth[0]["block_number"] == second.market.first_block + 3  # after wallet funding
     assert [t["golem_time"] for t in truth] == sorted(t["golem_time"] for t in truth)
