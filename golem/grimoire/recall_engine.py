@@ -99,10 +99,11 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     wants = [(ANTI_K, ANTI_FILTERS)]
     if "entry" in f.kinds:
         wants.append((n, (f.statuses, f.entry_types, f.memory_types, f.min_importance)))
-    (anti_dense, anti_lexical), *entry_lists = g.semantic.search_lists(vector, query, ns, wants)
-    for dense_entries, lexical_entries in entry_lists:
+    (anti_dense, anti_lexical, _), *entry_lists = g.semantic.search_lists(vector, query, ns,
+                                                                          wants)
+    for dense_entries, lexical_entries, dense_lexical in entry_lists:
         lists.take("entry", dense_entries, dense=True)
-        lists.take("entry", lexical_entries, dense=False)
+        lists.take("entry", lexical_entries, dense=False, unlisted=dense_lexical)
     anti_pool = _anti_candidates(anti_dense, anti_lexical, cfg.anti_knowledge_relevance)
     # Read the entries now, while the episode searches run: after fusion this thread would
     # read them on the critical path (fusion keeps nearly all of them at small k).
@@ -365,12 +366,13 @@ class _Lists:
         self.ranked: list[list[str]] = []
 
     def take(self, kind: rc.HitKind, found: Sequence[tuple[str, float, float]],
-             dense: bool) -> None:
+             dense: bool, unlisted: Mapping[str, float] | None = None) -> None:
         """One ranked list of (id, score, cosine); records are read after fusion. Each
         candidate's full-text evidence is its score over its list's best (the entries'
         lexicon and the episodes' index score BM25 on different scales); dense evidence
         is calibrated once every list is in (calibrate_dense), since all cosines come
-        from one model."""
+        from one model. ``unlisted``: full-text scores of candidates already in the pool
+        that this (full-text) list's top-k left out; they get the same evidence, no rank."""
         ranked = []
         best = max((score for _, score, _ in found), default=0.0)
         for rank, (item_id, score, similarity) in enumerate(found, 1):
@@ -383,6 +385,10 @@ class _Lists:
                 cand.lexical = over_best(score, best)
             ranked.append(cand.key)
         self.ranked.append(ranked)
+        for item_id, score in (unlisted or {}).items():
+            listed = self.pool.get(f"{kind}:{item_id}")
+            if listed is not None:
+                listed.lexical = max(listed.lexical, over_best(score, best))
 
 
 def start_episode_text(g: RecallStores, query: str, n: int, ns: Sequence[str],

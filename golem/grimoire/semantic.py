@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from golem.grimoire.contradiction import ContradictionReport
 from golem.grimoire.errors import InvalidMemory
 from golem.grimoire.records import CausalEdge, EntryType, MemoryType, SemanticEntry, Status
 from golem.grimoire.semantic_db import CHUNK, SemanticDb
-from golem.grimoire.semantic_lexicon import Lexicon
+from golem.grimoire.semantic_lexicon import Lexicon, Ranking
 from golem.grimoire.semantic_lifecycle import ForgetRecord, QuarantineRecord
 from golem.grimoire.semantic_schema import (
     FACT_KEY_SQL,
@@ -57,6 +57,15 @@ _KEY_PREFERENCE = (Status.ACTIVE, Status.STAGED, Status.QUARANTINED, Status.ARCH
 
 # A hit on one of recall's lists: (entry id, the list's score, cosine to the query).
 ListHit = tuple[str, float, float]
+
+
+class EntryLists(NamedTuple):
+    """One want's lists from search_lists: the dense and the lexical top-k, and the BM25
+    score of each dense hit outside the lexical top-k that matches the query."""
+
+    dense: list[ListHit]
+    lexical: list[ListHit]
+    dense_lexical: dict[str, float]
 
 class SemanticStore:
     """One connection; the facade serialises access (one worker thread at a time)."""
@@ -273,35 +282,46 @@ class SemanticStore:
     def search_lists(
         self, vector: Any, query: str, namespaces: Sequence[str],
         wants: Sequence[tuple[int, Filters]],
-    ) -> list[tuple[list[ListHit], list[ListHit]]]:
+    ) -> list[EntryLists]:
         """For each (k, filters): the dense and the lexical top-k as (id, score, cosine),
         reading no entry (parsing one is the costly part): recall reads (get) the entries
         found while its episode searches run. Lexical hits get their cosine from the
-        in-memory matrix."""
+        in-memory matrix, and dense hits outside the lexical top-k their BM25 score where
+        they match the query (``dense_lexical``), so every hit carries both evidences."""
         query_vector = vector_matrix(vector, 1, self.dim)[0]
-        lexical = self._lexical_lists(query, namespaces, wants)
+        lexical, ranking = self._lexical_lists(query, namespaces, wants)
         found = [(self._vectors.search(query_vector, k, namespaces, filters, self.dim), hits)
                  for (k, filters), hits in zip(wants, lexical, strict=True)]
         lexical_ids = [i for _, lexical in found for i, _ in lexical]
         cosines = self._vectors.cosines(query_vector, lexical_ids, namespaces, self.dim)
-        return [([(i, s, s) for i, s in dense],
-                 [(i, s, cosines.get(i, 0.0)) for i, s in lexical])
-                for dense, lexical in found]
+        out = []
+        for dense, hits in found:
+            listed = {i for i, _ in hits}
+            scored = {i: ranking.score(i) for i, _ in dense
+                      if i not in listed} if ranking is not None else {}
+            out.append(EntryLists([(i, s, s) for i, s in dense],
+                                  [(i, s, cosines.get(i, 0.0)) for i, s in hits],
+                                  {i: score for i, score in scored.items() if score > 0}))
+        return out
 
     def _lexical_lists(self, query: str, namespaces: Sequence[str],
-                       wants: Sequence[tuple[int, Filters]]) -> list[list[tuple[str, float]]]:
+                       wants: Sequence[tuple[int, Filters]]
+                       ) -> tuple[list[list[tuple[str, float]]], Ranking | None]:
         """search_text's (id, score) top-k for each want, from the in-memory lexicon: one
-        scoring pass for all of them, then each want's filters in rank order."""
+        scoring pass for all of them, then each want's filters in rank order; and that
+        pass (None when FTS5 itself had to match the query)."""
         phrases = self._tokenizer.phrases(query)
         if phrases is None:  # a word FTS5 splits into a phrase: let FTS5 match it
             return [semantic_fts.search_text_ids(self._db, query, k, namespaces, filters)
-                    for k, filters in wants]
-        ranked = self._loaded_lexicon().search(phrases) if namespaces else []
+                    for k, filters in wants], None
+        if not namespaces:
+            return [[] for _ in wants], None
+        ranking = self._loaded_lexicon().search(phrases)
         admitted = [self._vectors.admitted(namespaces, filters, self.dim) if k > 0 else set()
                     for k, filters in wants]
         out: list[list[tuple[str, float]]] = [[] for _ in wants]
         open_wants = [i for i, (k, _) in enumerate(wants) if k > 0]
-        for entry_id, _namespace, score in ranked:
+        for entry_id, _namespace, score in ranking:
             if not open_wants:
                 break
             for i in list(open_wants):
@@ -309,7 +329,7 @@ class SemanticStore:
                     out[i].append((entry_id, score))
                     if len(out[i]) == wants[i][0]:
                         open_wants.remove(i)
-        return out
+        return out, ranking
 
     def _loaded_lexicon(self) -> Lexicon:
         if self._lexicon is None:

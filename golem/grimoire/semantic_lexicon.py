@@ -77,31 +77,28 @@ class Lexicon:
             self._free.append(slot)
             self._order = None
 
-    def search(self, phrases: Sequence[str]) -> Iterator[tuple[str, str, float]]:
-        """Every entry matching any phrase (one token each), as (id, namespace, score),
-        best first, equal scores by id (the SQL's ORDER BY bm25, id); lazily, since
-        callers stop after their top k."""
+    def search(self, phrases: Sequence[str]) -> Ranking:
+        """The query's BM25 over every entry: iterating the result yields each entry
+        matching any phrase (one token each) as (id, namespace, score), best first, equal
+        scores by id (the SQL's ORDER BY bm25, id), sorted only when iterated; its
+        ``score`` gives any one entry's score."""
         rows = len(self._slot)
-        if not rows or not phrases:
-            return
-        avgdl = self._total_tokens / rows
-        norm = K1 * (1.0 - B + B * self._length / avgdl) if avgdl > 0 else \
-            np.full(len(self._length), K1 * (1.0 - B))
         scores = np.zeros(len(self._length), dtype=np.float64)
         matched = np.zeros(len(self._length), dtype=bool)
-        for token in phrases:
-            found = self._array(token)
-            if found is None:
-                continue
-            slots, freq = found
-            idf = max(math.log((rows - len(slots) + 0.5) / (len(slots) + 0.5)), IDF_FLOOR)
-            # fts5_aux.c's order of operations, so the scores (and ties) are FTS5's
-            scores[slots] += idf * ((freq * (K1 + 1.0)) / (freq + norm[slots]))
-            matched[slots] = True
-        hits = np.flatnonzero(matched)
-        for i in np.lexsort((self._id_order()[hits], -scores[hits])):
-            slot = int(hits[i])
-            yield self._ids[slot], self._namespaces[slot], float(scores[slot])
+        if rows and phrases:
+            avgdl = self._total_tokens / rows
+            norm = K1 * (1.0 - B + B * self._length / avgdl) if avgdl > 0 else \
+                np.full(len(self._length), K1 * (1.0 - B))
+            for token in phrases:
+                found = self._array(token)
+                if found is None:
+                    continue
+                slots, freq = found
+                idf = max(math.log((rows - len(slots) + 0.5) / (len(slots) + 0.5)), IDF_FLOOR)
+                # fts5_aux.c's order of operations, so the scores (and ties) are FTS5's
+                scores[slots] += idf * ((freq * (K1 + 1.0)) / (freq + norm[slots]))
+                matched[slots] = True
+        return Ranking(self, scores, matched)
 
     def _id_order(self) -> npt.NDArray[np.intp]:
         """Each slot's place in id order (the tie-break), recomputed after a write."""
@@ -130,3 +127,28 @@ class Lexicon:
         if slot >= len(self._length):
             self._length = np.concatenate([self._length, np.zeros(max(64, slot), np.float64)])
         return slot
+
+
+class Ranking:
+    """One query's scores over a Lexicon, valid until the lexicon's next write."""
+
+    def __init__(self, lexicon: Lexicon, scores: npt.NDArray[np.float64],
+                 matched: npt.NDArray[np.bool_]) -> None:
+        self._lexicon = lexicon
+        self._scores = scores
+        self._matched = matched
+
+    def __iter__(self) -> Iterator[tuple[str, str, float]]:
+        """Matching entries as (id, namespace, score), best first, equal scores by id."""
+        lex, scores = self._lexicon, self._scores
+        hits = np.flatnonzero(self._matched)
+        for i in np.lexsort((lex._id_order()[hits], -scores[hits])):
+            slot = int(hits[i])
+            yield lex._ids[slot], lex._namespaces[slot], float(scores[slot])
+
+    def score(self, entry_id: str) -> float:
+        """The entry's BM25 score; 0.0 when it matches no phrase or is not in the lexicon."""
+        slot = self._lexicon._slot.get(entry_id)
+        if slot is None or slot >= len(self._matched) or not self._matched[slot]:
+            return 0.0
+        return float(self._scores[slot])

@@ -61,19 +61,33 @@ def vectors(rng: random.Random, n: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def assert_same_as_fts5(store: SemanticStore, rng: random.Random, queries: int) -> None:
+def assert_same_as_fts5(store: SemanticStore, rng: random.Random, queries: int) -> int:
+    """Compares the lists of ``queries`` random queries; returns how many dense hits
+    carried a BM25 score from outside the lexical top-k."""
     query_vector = vectors(rng, 1)[0]
+    carried = 0
     for _ in range(queries):
         query = " ".join(rng.choice([*WORDS, "absent", "Swaps", "PRICE"])
                          for _ in range(rng.randint(1, 9)))
         for namespaces in (["a"], ["a", "b"], ["b"]):
             lists = store.search_lists(query_vector, query, namespaces, WANTS)
-            for (k, filters), (_, lexical) in zip(WANTS, lists, strict=True):
+            for (k, filters), (dense, lexical, dense_lexical) in zip(WANTS, lists,
+                                                                      strict=True):
                 expected = semantic_fts.search_text_ids(store._db, query, k, namespaces,
                                                         filters)
                 assert [i for i, _, _ in lexical] == [i for i, _ in expected], query
                 for (_, score, _), (_, want) in zip(lexical, expected, strict=True):
                     assert score == pytest.approx(want, rel=1e-9, abs=1e-12)
+                # each dense hit the lexical top-k left out carries its own BM25 score
+                every = dict(semantic_fts.search_text_ids(store._db, query, 10_000,
+                                                          namespaces, filters))
+                listed = {i for i, _, _ in lexical}
+                unlisted = {i for i, _, _ in dense if i not in listed}
+                assert set(dense_lexical) == unlisted & set(every), query
+                for entry_id, score in dense_lexical.items():
+                    assert score == pytest.approx(every[entry_id], rel=1e-9, abs=1e-12)
+                carried += len(dense_lexical)
+    return carried
 
 
 def test_the_lexicon_ranks_and_scores_as_fts5_does_through_every_kind_of_write(
@@ -83,7 +97,7 @@ def test_the_lexicon_ranks_and_scores_as_fts5_does_through_every_kind_of_write(
     try:
         entries = [random_entry(rng, i) for i in range(300)]
         store.put(entries, vectors(rng, len(entries)))
-        assert_same_as_fts5(store, rng, 40)  # the lexicon loads from the file here
+        assert assert_same_as_fts5(store, rng, 40) > 0  # the lexicon loads from the file here
         # replacements (new text and tags), new entries, then forgets and status moves
         changed = [replace(random_entry(rng, i), namespace=entries[i].namespace)
                    for i in rng.sample(range(300), 40)]
