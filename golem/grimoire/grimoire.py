@@ -57,9 +57,9 @@ from golem.grimoire.query_numbers import Anchor, read_intent
 from golem.grimoire.query_words import (
     TimeWindow,
     content_words,
-    embedding_text,
     mentions_time,
     time_window,
+    topic_text,
 )
 from golem.grimoire.recall_engine import (
     RecallStores,
@@ -411,11 +411,11 @@ class Grimoire(KnowledgeMaintenance):
         if self._pending:  # the full-text search below runs beside the stores' thread
             await self.flush_episodes()
         # The episode full-text search needs no vector: run it while the query embeds.
-        episode_text = (start_episode_text(self._recall_stores, searched,
+        episode_text = (start_episode_text(self._recall_stores, topic_text(searched),
                                            max(self.cfg.candidates, k), namespaces, chosen)
                         if "episode" in chosen.kinds else None)
         # the query's function words left out ("When did ... last drop" asks about a drop)
-        vector = await self.embedder.aembed_query(embedding_text(searched))
+        vector = await self.embedder.aembed_query(topic_text(searched))
         request = rc.RecallRequest(query=searched, vector=vector, k=k, namespaces=namespaces,
                                    filters=chosen, pad=pad, now=now,
                                    episode_text=episode_text, window=window, intent=intent)

@@ -70,7 +70,7 @@ OWN_WORDS = frozenset(("we", "our", "ours", "us", "own"))
 _NOT_EMBEDDED = STOPWORDS - OWN_WORDS
 
 
-def embedding_text(query: str) -> str:
+def topic_text(query: str) -> str:
     """What recall embeds for ``query``: its whitespace-separated tokens whose word is not
     a function word (OWN_WORDS excepted), as written (case and punctuation kept, so a
     question keeps its question mark); the query itself when every token is one."""

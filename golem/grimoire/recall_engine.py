@@ -34,7 +34,7 @@ from golem.grimoire.errors import GrimoireError
 from golem.grimoire.fusion import rrf
 from golem.grimoire.quantities import Measured, arrange, compared
 from golem.grimoire.query_numbers import Anchor, Intent
-from golem.grimoire.query_words import TimeWindow, asks_why, hex_identifiers
+from golem.grimoire.query_words import TimeWindow, asks_why, hex_identifiers, topic_text
 from golem.grimoire.records import DecayClass, EntryType, Episode, Pad, SemanticEntry, Status
 from golem.grimoire.scoring import (
     HOP_DISCOUNT,
@@ -83,23 +83,24 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
     wide = (intent := req.intent) is not None and intent.ranks_by_quantity
     n = max(cfg.candidates, k)
     ns = list(namespaces)
-    lists = _Lists()
+    lists = CandidateLists()
     # The episode table's two searches run in worker threads (LanceDB releases the GIL)
     # while the semantic store is searched here.
     dense_eps = None
     text_eps = req.episode_text
+    topic = topic_text(query)  # what the full-text searches match
     if "episode" in f.kinds:
         dense_eps = _POOL.submit(g.episodes.search_vector_hits, vector, n, ns, since=f.since,
                                  until=f.until, protocol=f.protocol, category=f.category)
         if text_eps is None:
-            text_eps = start_episode_text(g, query, n, ns, f)
+            text_eps = start_episode_text(g, topic, n, ns, f)
     windowed = _start_windowed(g, req, n)
     # One pass over the semantic store (ids only) for the caller's lists and
     # anti-knowledge's. Anti-knowledge is always looked for, whatever the filters.
     wants = [(ANTI_K, ANTI_FILTERS)]
     if "entry" in f.kinds:
         wants.append((n, (f.statuses, f.entry_types, f.memory_types, f.min_importance)))
-    (anti_dense, anti_lexical, _), *entry_lists = g.semantic.search_lists(vector, query, ns,
+    (anti_dense, anti_lexical, _), *entry_lists = g.semantic.search_lists(vector, topic, ns,
                                                                           wants)
     for dense_entries, lexical_entries, dense_lexical in entry_lists:
         lists.take("entry", dense_entries, dense=True)
@@ -193,7 +194,7 @@ def calibrate_dense(pool: Sequence[rc.Candidate]) -> None:
         cand.dense = over_best(cand.similarity, best)
 
 
-def _shortlist(lists: _Lists, in_window: Sequence[str], size: int) -> list[rc.Candidate]:
+def _shortlist(lists: CandidateLists, in_window: Sequence[str], size: int) -> list[rc.Candidate]:
     """shortlist_by_relevance over the pool, and over the window's candidates when the
     query names one."""
     pool = lists.pool
@@ -219,11 +220,11 @@ def _start_windowed(g: RecallStores, req: rc.RecallRequest,
     ns = list(req.namespaces)
     return (_POOL.submit(g.episodes.search_vector_hits, req.vector, n, ns, since=since,
                          until=until, protocol=f.protocol, category=f.category),
-            _POOL.submit(g.episodes.search_text_hits, req.query, n, ns, since=since,
+            _POOL.submit(g.episodes.search_text_hits, topic_text(req.query), n, ns, since=since,
                          until=until, protocol=f.protocol, category=f.category))
 
 
-def _take_windowed(lists: _Lists, windowed: tuple[Future[list[Found]], Future[list[Found]]]
+def _take_windowed(lists: CandidateLists, windowed: tuple[Future[list[Found]], Future[list[Found]]]
                    | None, vector: np.ndarray, lexical: Sequence[Found],
                    rows: dict[str, Found]) -> list[str]:
     """Add the windowed searches' episodes to the pool (their full-text evidence over
@@ -358,7 +359,7 @@ def _measured(hit: rc.Hit) -> Measured:
     return Measured(hit.score.relevance, record.observed_at, hit.text, kind)
 
 
-class _Lists:
+class CandidateLists:
     """The ranked candidate lists and the one pool of candidates they share."""
 
     def __init__(self) -> None:

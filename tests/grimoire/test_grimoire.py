@@ -152,6 +152,26 @@ def test_an_exact_identifier_outranks_a_semantically_close_neighbour(
     with_grimoire(cfg, embedder, body)
 
 
+def test_a_query_s_function_words_are_no_full_text_evidence(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    """Full-text search matches the query's topic: an entry sharing only "what", "did",
+    "you" with the question gets no lexical evidence and does not outrank the answer."""
+    cfg = write_config(tmp_path, model_dir)
+
+    async def body(g: Grimoire) -> None:
+        chatter = await g.remember("What did you do? What did you say? Did you?",
+                                   timestamp=NOW - 60, importance=0.5)
+        answer = await g.remember("Vanessa adopted a rescue dog named Max",
+                                  timestamp=NOW - 30 * 86400, importance=0.5)
+        result = await g.recall("What did you adopt, Vanessa?", k=2)
+        assert not result.refused
+        assert result.hits[0].id == answer.id and result.hits[0].score.lexical == 1.0
+        noise = next(h for h in result.hits if h.id == chatter.id)
+        assert noise.score.lexical == 0.0 and noise.score.lexical_rank is None
+
+    with_grimoire(cfg, embedder, body)
+
+
 def test_a_time_expression_prefers_what_lies_in_its_window(
         tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
     cfg = write_config(tmp_path, model_dir)

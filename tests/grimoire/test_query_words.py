@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from golem.grimoire.query_words import (
     asks_why,
     content_words,
-    embedding_text,
     mentions_time,
     time_window,
+    topic_text,
 )
 
 # Wednesday 2024-03-13 15:30 UTC
@@ -33,19 +33,19 @@ def test_content_words_drop_function_words_and_punctuation() -> None:
 
 
 def test_the_embedded_text_keeps_content_tokens_as_written() -> None:
-    assert embedding_text("When did the ETH oracle last drop by over 1%?") == (
+    assert topic_text("When did the ETH oracle last drop by over 1%?") == (
         "ETH oracle last drop 1%?")
-    assert embedding_text("What\u2019s Fahim's plan for the trip?") == "Fahim's plan trip?"
-    assert embedding_text("WETH/USDC pool after the last liquidation") == (
+    assert topic_text("What\u2019s Fahim's plan for the trip?") == "Fahim's plan trip?"
+    assert topic_text("WETH/USDC pool after the last liquidation") == (
         "WETH/USDC pool last liquidation")
-    assert embedding_text("what is it?") == "what is it?"  # only function words: as asked
+    assert topic_text("what is it?") == "what is it?"  # only function words: as asked
     # a golem's own actions are "our own": those words are kept
-    assert embedding_text("Which of our own trades lost money?") == "our own trades lost money?"
+    assert topic_text("Which of our own trades lost money?") == "our own trades lost money?"
 
 
 @given(st.text(max_size=80))
 def test_the_embedded_text_is_never_empty_for_a_query_with_text(query: str) -> None:
-    text = embedding_text(query)
+    text = topic_text(query)
     assert set(text.split()) <= set(query.split()) or text == query
     assert bool(text.strip()) == bool(query.strip())
 
