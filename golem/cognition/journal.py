@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS predictions (
 CREATE INDEX IF NOT EXISTS predictions_due ON predictions (due_tick) WHERE quality IS NULL;
 CREATE INDEX IF NOT EXISTS predictions_scored ON predictions (due_tick DESC, id DESC)
     WHERE quality IS NOT NULL;
+CREATE INDEX IF NOT EXISTS predictions_tick ON predictions (tick);
 CREATE TABLE IF NOT EXISTS outcomes (
     tick INTEGER PRIMARY KEY,
     regime TEXT NOT NULL,
@@ -67,6 +68,8 @@ CREATE TABLE IF NOT EXISTS outcomes (
     quality REAL,
     learned INTEGER NOT NULL DEFAULT 0
 );
+CREATE INDEX IF NOT EXISTS outcomes_unlearned ON outcomes (tick)
+    WHERE learned = 0 AND quality IS NOT NULL;
 CREATE TABLE IF NOT EXISTS loops (name TEXT PRIMARY KEY, last_tick INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS outlooks (
     tick INTEGER PRIMARY KEY,
