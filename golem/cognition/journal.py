@@ -158,8 +158,11 @@ class DecisionJournal:
 
     def due(self, tick: int) -> list[OpenPrediction]:
         rows = self._read(
+            # SQLite's planner would rather scan every prediction in id order than sort
+            # the few open ones the partial index holds
             "SELECT id, tick, subject, direction, magnitude, confidence, baseline "
-            "FROM predictions WHERE quality IS NULL AND due_tick <= ? ORDER BY id", (tick,))
+            "FROM predictions INDEXED BY predictions_due "
+            "WHERE quality IS NULL AND due_tick <= ? ORDER BY id", (tick,))
         return [OpenPrediction(*row) for row in rows]
 
     def settle(self, scores: list[tuple[int, float, float, bool]]) -> None:
