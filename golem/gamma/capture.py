@@ -468,7 +468,6 @@ def _load_beliefs(path: Path) -> BeliefState:
         return BeliefState()
 
 
-
 def read_ground_truth(data_dir: Path) -> list[tuple[float, str]]:
     """The simulated market's regime switches written so far, (golem time, regime),
     oldest first; empty for a chain that is not simulated or before the first write.
