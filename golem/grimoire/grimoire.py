@@ -410,12 +410,14 @@ class Grimoire(KnowledgeMaintenance):
         chosen = filters or rc.RecallFilters()
         if self._pending:  # the full-text search below runs beside the stores' thread
             await self.flush_episodes()
+        # the query's function words left out ("When did ... last drop" asks about a drop):
+        # what is embedded and what the full-text searches match
+        topic = topic_text(searched)
         # The episode full-text search needs no vector: run it while the query embeds.
-        episode_text = (start_episode_text(self._recall_stores, topic_text(searched),
+        episode_text = (start_episode_text(self._recall_stores, topic,
                                            max(self.cfg.candidates, k), namespaces, chosen)
                         if "episode" in chosen.kinds else None)
-        # the query's function words left out ("When did ... last drop" asks about a drop)
-        vector = await self.embedder.aembed_query(topic_text(searched))
+        vector = await self.embedder.aembed_query(topic)
         request = rc.RecallRequest(query=searched, vector=vector, k=k, namespaces=namespaces,
                                    filters=chosen, pad=pad, now=now,
                                    episode_text=episode_text, window=window, intent=intent)

@@ -94,7 +94,7 @@ def run_recall(g: RecallStores, req: rc.RecallRequest) -> rc.RecallResult:
                                  until=f.until, protocol=f.protocol, category=f.category)
         if text_eps is None:
             text_eps = start_episode_text(g, topic, n, ns, f)
-    windowed = _start_windowed(g, req, n)
+    windowed = _start_windowed(g, req, n, topic)
     # One pass over the semantic store (ids only) for the caller's lists and
     # anti-knowledge's. Anti-knowledge is always looked for, whatever the filters.
     wants = [(ANTI_K, ANTI_FILTERS)]
@@ -206,8 +206,8 @@ def _shortlist(lists: CandidateLists, in_window: Sequence[str], size: int) -> li
     return shortlist
 
 
-def _start_windowed(g: RecallStores, req: rc.RecallRequest,
-                    n: int) -> tuple[Future[list[Found]], Future[list[Found]]] | None:
+def _start_windowed(g: RecallStores, req: rc.RecallRequest, n: int,
+                    topic: str) -> tuple[Future[list[Found]], Future[list[Found]]] | None:
     """When the query names a time window: the episode searches again within it (the
     unwindowed lists can miss every episode in a short window)."""
     f, window = req.filters, req.window
@@ -220,7 +220,7 @@ def _start_windowed(g: RecallStores, req: rc.RecallRequest,
     ns = list(req.namespaces)
     return (_POOL.submit(g.episodes.search_vector_hits, req.vector, n, ns, since=since,
                          until=until, protocol=f.protocol, category=f.category),
-            _POOL.submit(g.episodes.search_text_hits, topic_text(req.query), n, ns, since=since,
+            _POOL.submit(g.episodes.search_text_hits, topic, n, ns, since=since,
                          until=until, protocol=f.protocol, category=f.category))
 
 

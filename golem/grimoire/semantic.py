@@ -297,11 +297,10 @@ class SemanticStore:
         out = []
         for dense, hits in found:
             listed = {i for i, _ in hits}
-            scored = {i: ranking.score(i) for i, _ in dense
-                      if i not in listed} if ranking is not None else {}
+            unlisted = {i: score for i, _ in dense if i not in listed and ranking is not None
+                        and (score := ranking.score(i)) > 0}
             out.append(EntryLists([(i, s, s) for i, s in dense],
-                                  [(i, s, cosines.get(i, 0.0)) for i, s in hits],
-                                  {i: score for i, score in scored.items() if score > 0}))
+                                  [(i, s, cosines.get(i, 0.0)) for i, s in hits], unlisted))
         return out
 
     def _lexical_lists(self, query: str, namespaces: Sequence[str],
