@@ -79,6 +79,8 @@ MAX_VECTOR_SEGMENTS = 4
 IVF_MAX_ITERATIONS = 20
 IVF_SAMPLE_RATE = 64
 FTS_REFRESH_ROWS = 1000
+# LanceDB's k-means error when the sample holds fewer distinct vectors than partitions
+TOO_FEW_CLUSTERS = "non-empty clusters"
 # A fold compacts only the fragments written since the last one (a fragment each Gamma
 # commit; no index holds them yet) and leaves deleted rows in their files. Once more
 # than MAX_SMALL_FRAGMENTS folded fragments hold fewer than COMPACT_ROWS rows, it
@@ -627,7 +629,22 @@ class EpisodeStore:
                     or segments > MAX_VECTOR_SEGMENTS):
                 log.info("training the episode vector index", rows=rows, trained_rows=trained,
                          segments=segments)
-                partitions = max(1, round(math.sqrt(rows)))
+                self._train_vector_index(rows)
+                self._set_meta(layout.StoreMeta(self._meta.table, self._meta.signature, rows,
+                                                layout.INDEX_KIND))
+                did = True
+            if did:
+                self.reconnect()
+        return did
+
+    def _train_vector_index(self, rows: int) -> None:
+        """Train the IVF_SQ index with about sqrt(rows) partitions. When k-means cannot form
+        that many clusters (a store of many near-duplicate vectors: an old golem's repeated
+        events), train again with half as many, down to one, and say so; any other vendor
+        failure propagates."""
+        partitions = max(1, round(math.sqrt(rows)))
+        while True:
+            try:
                 # A target partition size, not a count: optimize() re-partitions toward
                 # the target, and with the default target it merges the partitions into a
                 # handful, so every search would scan all rows.
@@ -635,12 +652,14 @@ class EpisodeStore:
                     distance_type="cosine", target_partition_size=max(1, rows // partitions),
                     max_iterations=IVF_MAX_ITERATIONS, sample_rate=IVF_SAMPLE_RATE),
                     replace=True)
-                self._set_meta(layout.StoreMeta(self._meta.table, self._meta.signature, rows,
-                                                layout.INDEX_KIND))
-                did = True
-            if did:
-                self.reconnect()
-        return did
+                return
+            except Exception as exc:
+                if partitions == 1 or TOO_FEW_CLUSTERS not in str(exc):
+                    raise
+                log.warning("too many near-duplicate vectors for the partition count; "
+                            "training with fewer partitions", rows=rows,
+                            partitions=partitions, retry_partitions=partitions // 2)
+                partitions //= 2
 
     def optimize(self, older_than_s: float = 3600.0, *,
                  max_versions: int | None = None) -> dict[str, Any]:

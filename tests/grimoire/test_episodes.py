@@ -704,3 +704,22 @@ def test_facts_are_the_window_s_episodes_as_retention_weighs_them(
         {e.curiosity for e in episodes}
     assert store.facts(["other"], start, start + 1e6, 10) == []
     assert store.facts(["main"], start, start + 1e6, 0) == []
+
+
+def test_index_trains_on_a_store_of_repeated_vectors(tmp_path: Path,
+                                                      sig: ModelSignature) -> None:
+    """An old golem's store repeats itself (the same rendering, the same vector). Past 256
+    partitions LanceDB's hierarchical k-means cannot form sqrt(rows) clusters from 40
+    distinct vectors and refuses; training halves the partitions until it can, and search
+    still finds the nearest of them."""
+    rng = np.random.default_rng(5)
+    distinct = unit(rng, 40)
+    rows = 257 ** 2 + 100  # sqrt(rows) > 256: the hierarchical trainer
+    store = open_store(tmp_path / "ep", sig, index_min_rows=1000)
+    episodes = [make_episode(i) for i in range(rows)]
+    store.upsert(episodes, distinct[np.arange(rows) % 40])
+    assert store.maybe_build_index() is True
+    assert store.maybe_build_index() is False  # trained: the meta records the rows
+    found = store.search_vector(distinct[7], 5, ["main"])
+    assert len(found) == 5
+    assert all((e.block_number - 19_000_000) % 40 == 7 for e, _ in found), found
