@@ -255,5 +255,6 @@ async def open_delta(config: Config, grimoire: Grimoire,
                 horizon_s=cons.episode_horizon_days * DAY_S,
                 failure_horizon_s=cons.failure_horizon_days * DAY_S,
                 salient_horizon_s=cons.salient_horizon_days * DAY_S,
-                max_episodes=cons.max_episodes, max_per_run=cons.retention_max_per_run),
+                max_episodes=cons.max_episodes, protected_share=cons.protected_share,
+                max_per_run=cons.retention_max_per_run),
             at_random=cons.forget_at_random, seed=config.golem.seed))

@@ -9,14 +9,22 @@ one forever only slows recall and fills the disk. An episode may go when it is
 - not protected. Protected are the evidence of a live fact (its bounded
   ``source_episodes``), and for longer horizons the failures (reverts and strategy
   outcomes: bloodstain-like, ``failure_horizon_s``) and the salient episodes (high
-  importance or curiosity, or cited by a decision: ``salient_horizon_s``). Protection
-  by age ends, so the protected set stays bounded too.
+  importance or curiosity, or cited by a decision: ``salient_horizon_s``).
 
-Past ``max_episodes`` in all, consolidated unprotected episodes go even inside the
-horizon, lowest Mattar-Daw utility first (gain x need, as replay ranks them: what
-replay could still teach, times recency), down to ``low_water`` of the cap so the
-full scan the cap needs is not repeated every run. At most ``max_per_run`` go per run; the rest
-wait for the next. Pure: plain records in, a plan out.
+Past ``max_episodes`` in all, consolidated episodes go even inside the horizon, down to
+``low_water`` of the cap so the full scan the cap needs is not repeated every run:
+
+1. first the protected ones past ``protected_share`` of the cap (failures, salient and
+   cited ones; never a live fact's evidence), lowest utility first. Protection by age
+   alone does not bound them: a market whose other accounts revert a few hundred times
+   a golem hour fills a 60-day failure horizon with several times the cap, and
+   would leave no room for anything else;
+2. then the unprotected ones, lowest Mattar-Daw utility first (gain x need, as replay
+   ranks them: what replay could still teach, times recency).
+
+So the store stays at the cap, plus the live facts' evidence and what is not yet
+consolidated. At most ``max_per_run`` go per run; the rest wait for the next. Pure:
+plain records in, a plan out.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ class RetentionParams:
     salient_curiosity: float = 0.9  # curiosity at least this is salient
     max_episodes: int = 100_000  # the cap on the store (this namespace)
     low_water: float = 0.9  # past the cap, evict down to this share of it (fewer full scans)
+    protected_share: float = 0.5  # past the cap, protection holds for this share of it
     max_per_run: int = 5_000  # deletions per run at most
     surprise_weight: float = 0.6  # utility: as replay.ReplayParams
     need_half_life_s: float = 7 * DAY_S
@@ -52,8 +61,9 @@ class RetentionParams:
                 raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)}")
         if self.max_episodes < 0 or self.max_per_run < 0:
             raise ValueError("max_episodes and max_per_run must be >= 0")
-        if not 0 <= self.low_water <= 1:
-            raise ValueError(f"low_water: must be in [0, 1], got {self.low_water}")
+        for name in ("low_water", "protected_share"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name}: must be in [0, 1], got {getattr(self, name)}")
 
     @property
     def min_horizon_s(self) -> float:
@@ -80,7 +90,8 @@ class Forget:
 class RetentionPlan:
     forget: list[Forget]  # in deletion order, at most max_per_run
     expired: int  # chosen past the horizon (before the per-run bound)
-    evicted: int  # chosen over the cap (before the per-run bound)
+    evicted: int  # chosen over the cap (before the per-run bound), unprotected or surplus
+    surplus: int  # of those, protected ones past protected_share of the cap
     deferred: int  # chosen but left for the next run (per-run bound)
     protected: int  # seen, consolidated and past the horizon, but protected
     unconsolidated: int  # seen but not yet consolidated (never chosen)
@@ -120,6 +131,12 @@ def utility(e: EpisodeFacts, now: float, p: RetentionParams) -> float:
     return replay.utility(cand, now, params, {})
 
 
+def by_utility(episodes: Iterable[EpisodeFacts], now: float,
+               p: RetentionParams) -> list[EpisodeFacts]:
+    """Lowest utility first; ties: oldest first, then by id."""
+    return sorted(episodes, key=lambda e: (utility(e, now, p), e.observed_at, e.id))
+
+
 def plan(episodes: Iterable[EpisodeFacts], now: float, params: RetentionParams,
          keep: Keep, total: int | None = None) -> RetentionPlan:
     """The episodes to forget now. ``total``: episodes in the store (default: those given;
@@ -128,31 +145,41 @@ def plan(episodes: Iterable[EpisodeFacts], now: float, params: RetentionParams,
     seen = list({e.id: e for e in episodes}.values())
     total = len(seen) if total is None else max(total, len(seen))
     eligible: list[EpisodeFacts] = []
+    bounded: list[EpisodeFacts] = []  # protected, but not as a live fact's evidence
     protected = unconsolidated = 0
     for e in seen:
         if not consolidated(e, keep.cursor):
             unconsolidated += 1
         elif protection(e, now, params, keep) is not None:
             protected += now - e.observed_at >= params.horizon_s
+            if e.id not in keep.fact_sources:
+                bounded.append(e)
         else:
             eligible.append(e)
     expired = sorted((e for e in eligible if now - e.observed_at >= params.horizon_s),
                      key=lambda e: (e.observed_at, e.id))
     gone = {e.id for e in expired}
     over = total - len(expired) - params.max_episodes
+    surplus: list[EpisodeFacts] = []
     evicted: list[EpisodeFacts] = []
     if over > 0:
         over = total - len(expired) - int(params.max_episodes * params.low_water)
-        rest = [e for e in eligible if e.id not in gone]
-        rest.sort(key=lambda e: (utility(e, now, params), e.observed_at, e.id))
-        evicted = rest[:over]
+        share = int(params.max_episodes * params.protected_share)
+        if len(bounded) > share:
+            surplus = by_utility(bounded, now, params)[:min(over, len(bounded) - share)]
+        rest = by_utility([e for e in eligible if e.id not in gone], now, params)
+        evicted = rest[:over - len(surplus)]
     days = params.horizon_s / DAY_S
     chosen = ([Forget(e.id, f"consolidated and past the {days:g}-day retention horizon")
                for e in expired]
+              + [Forget(e.id, f"over the cap of {params.max_episodes} episodes, protected "
+                              f"past {params.protected_share:g} of it, lowest utility")
+                 for e in surplus]
               + [Forget(e.id, f"over the cap of {params.max_episodes} episodes, lowest "
                               "utility") for e in evicted])
     kept = chosen[:params.max_per_run]
-    return RetentionPlan(forget=kept, expired=len(expired), evicted=len(evicted),
+    return RetentionPlan(forget=kept, expired=len(expired),
+                         evicted=len(surplus) + len(evicted), surplus=len(surplus),
                          deferred=len(chosen) - len(kept), protected=protected,
                          unconsolidated=unconsolidated)
 

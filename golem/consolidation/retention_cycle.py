@@ -58,6 +58,7 @@ class RetentionReport:
     forgotten: int  # deleted
     expired: int
     evicted: int
+    surplus: int  # of the evicted, protected ones past their share of the cap
     deferred: int
     protected: int
     unconsolidated: int
@@ -123,7 +124,8 @@ class EpisodeRetention:
                 forgotten += len(gone)
         report = RetentionReport(
             tick=tick, scanned=len(seen), forgotten=forgotten, expired=plan.expired,
-            evicted=plan.evicted, deferred=plan.deferred, protected=plan.protected,
+            evicted=plan.evicted, surplus=plan.surplus, deferred=plan.deferred,
+            protected=plan.protected,
             unconsolidated=plan.unconsolidated, episodes=total,
             duration_s=round(self._timer() - started, 3))
         log.info("episode retention", **asdict(report))

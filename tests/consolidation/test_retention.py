@@ -137,6 +137,29 @@ def test_the_cap_counts_the_whole_store_and_expiry_counts_towards_it() -> None:
     assert ids(plan) == ["e0"] and plan.evicted == 0
 
 
+def test_past_the_cap_protection_holds_for_its_share_only() -> None:
+    """A market of reverting accounts: reverts are protected for 60 days, so by age alone
+    they would fill the store. Past the cap, those past protected_share of it go first,
+    lowest utility first; a live fact's evidence never goes."""
+    reverts = [facts(i, 1 + i / 10, category="revert", curiosity=0.5) for i in range(12)]
+    swaps = [facts(100 + i, 1, curiosity=0.3) for i in range(4)]
+    params = rt.RetentionParams(max_episodes=10, low_water=1.0, protected_share=0.5)
+    evidence = rt.Keep(fact_sources=frozenset({"e11"}))  # the oldest revert
+    plan = rt.plan(reverts + swaps, NOW, params, evidence)
+    # 16 in the store, 6 over: 11 reverts may lose protection down to 5, the oldest first
+    assert ids(plan) == ["e10", "e9", "e8", "e7", "e6", "e5"]
+    assert (plan.evicted, plan.surplus, plan.expired) == (6, 6, 0)
+    assert plan.forget[0].reason == ("over the cap of 10 episodes, protected past 0.5 of it, "
+                                     "lowest utility")
+    # below their share, the protected stay and the unprotected go
+    plan = rt.plan(reverts[:4] + swaps * 2 + [facts(200 + i, 2) for i in range(4)], NOW,
+                   params, rt.Keep())
+    assert plan.surplus == 0 and plan.evicted == 2
+    assert not set(ids(plan)) & {e.id for e in reverts}
+    # under the cap, protection is whole
+    assert ids(rt.plan(reverts[:9], NOW, params, rt.Keep())) == []
+
+
 def test_at_most_max_per_run_go_and_the_rest_are_deferred() -> None:
     episodes = [facts(i, 20 + i) for i in range(10)]
     plan = rt.plan(episodes, NOW, rt.RetentionParams(max_per_run=4), rt.Keep())
@@ -152,6 +175,8 @@ def test_params_are_validated() -> None:
         rt.RetentionParams(horizon_s=math.nan)
     with pytest.raises(ValueError, match="low_water"):
         rt.RetentionParams(low_water=1.5)
+    with pytest.raises(ValueError, match="protected_share"):
+        rt.RetentionParams(protected_share=-0.1)
 
 
 _episode = st.builds(
@@ -186,17 +211,27 @@ def test_nothing_protected_or_unconsolidated_is_ever_chosen(
     for f in plan.forget:
         e = by_id[f.id]
         assert rt.consolidated(e, keep.cursor)
-        assert rt.protection(e, NOW, params, keep) is None
+        if "protected past" in f.reason:  # only over the cap, never a fact's evidence
+            assert total > cap and e.id not in keep.fact_sources
+            assert rt.protection(e, NOW, params, keep) is not None
+        else:
+            assert rt.protection(e, NOW, params, keep) is None
         assert NOW - e.observed_at >= params.horizon_s or "cap" in f.reason
     eligible = [e for e in unique if rt.consolidated(e, keep.cursor)
                 and rt.protection(e, NOW, params, keep) is None]
+    bounded = [e for e in unique if rt.consolidated(e, keep.cursor)
+               and rt.protection(e, NOW, params, keep) is not None
+               and e.id not in keep.fact_sources]
     expired = {e.id for e in eligible if NOW - e.observed_at >= params.horizon_s}
     assert plan.expired == len(expired)
+    # protection holds for its share of the cap
+    assert plan.surplus == 0 or len(bounded) - plan.surplus >= int(cap * params.protected_share)
     # the cap: enough go to reach it, or every eligible one goes
-    assert total - plan.expired - plan.evicted <= cap or plan.evicted == len(eligible) - len(
-        expired)
+    assert total - plan.expired - plan.evicted <= cap or (
+        plan.evicted - plan.surplus == len(eligible) - len(expired))
     if plan.evicted:  # the evicted are the lowest-utility survivors of expiry
-        evicted = [f.id for f in [*plan.forget] if "cap" in f.reason]
+        evicted = [f.id for f in plan.forget if "cap" in f.reason
+                   and "protected past" not in f.reason]
         if plan.deferred == 0:
             kept = [e for e in eligible if e.id not in expired and e.id not in evicted]
             worst_kept = min((rt.utility(e, NOW, params) for e in kept), default=math.inf)
