@@ -414,15 +414,23 @@ class MarketSimulator:
         m = self.market
         lp = self.rng.choice(m.lps)
         pair = m.pair_weth_usdc
-        if self._call(pair, "PairV2", "balanceOf", lp) > 0 and self.rng.random() < 0.4:
+        shares = self._call(pair, "PairV2", "balanceOf", lp)
+        burn = shares > 0 and self.rng.random() < 0.4
+        if not burn:
+            r_weth, r_usdc, _ = self._call(pair, "PairV2", "getReserves")
+            weth = self._eth_amount(self.rng.uniform(5_000, 50_000))
+            usdc = weth * r_usdc // r_weth
+            if (self._call(m.weth.address, "ERC20", "balanceOf", lp) >= weth
+                    and self._call(m.usdc.address, "ERC20", "balanceOf", lp) >= usdc):
+                self._send("lp", m.weth.address, "ERC20", "transfer", pair, weth, sender=lp)
+                self._send("lp", m.usdc.address, "ERC20", "transfer", pair, usdc, sender=lp)
+                self._send("lp", pair, "PairV2", "mint", lp, sender=lp)
+                return
+            # a provider short of either token withdraws instead (a wallet would not
+            # send a deposit it cannot fund: it would only revert)
+            burn = shares > 0
+        if burn:
             self._send("lp", pair, "PairV2", "burn", lp, sender=lp)
-            return
-        r_weth, r_usdc, _ = self._call(pair, "PairV2", "getReserves")
-        weth = self._eth_amount(self.rng.uniform(5_000, 50_000))
-        self._send("lp", m.weth.address, "ERC20", "transfer", pair, weth, sender=lp)
-        self._send("lp", m.usdc.address, "ERC20", "transfer", pair, weth * r_usdc // r_weth,
-                   sender=lp)
-        self._send("lp", pair, "PairV2", "mint", lp, sender=lp)
 
     def _borrower(self) -> None:
         m = self.market

@@ -194,3 +194,23 @@ def test_a_chainlink_style_feed_answers_on_deviation_or_heartbeat() -> None:
         moved = abs(after["current"] / before["current"] - 1)
         waited = after["updatedAt"] - before["updatedAt"]
         assert moved >= 0.005 or waited >= 300
+
+
+def test_a_provider_short_of_a_token_sends_no_deposit_that_would_revert() -> None:
+    """Liquidity providers that have spent their USDC withdraw or wait: a deposit they
+    cannot fund is never sent, so the only reverts left are the honeypot's sells."""
+    evm = RevmEvm()
+    market = deploy_market(evm, 3)
+    erc20 = load_artifacts()["ERC20"].abi
+    for lp in market.lps:
+        held = evm.call(market.usdc.address, erc20, "balanceOf", lp)
+        assert evm.transact(market.usdc.address, erc20, "transfer", market.owner, held,
+                            sender=lp).ok
+    sim = MarketSimulator(evm, market, 3, activity=BUSY)
+    calls: Counter[str] = Counter()
+    reports = [sim.step(T0 + DT * i, DT) for i in range(40)]
+    for r in reports:
+        calls.update(action for action, _ in r.reverted)
+    assert set(calls) <= {"honeypot_sell"}, calls
+    assert all(evm.call(market.usdc.address, erc20, "balanceOf", lp) == 0
+               for lp in market.lps)
