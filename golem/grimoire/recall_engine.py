@@ -32,7 +32,7 @@ from golem.grimoire.decay import half_lives_from_config
 from golem.grimoire.episodes_schema import Found
 from golem.grimoire.errors import GrimoireError
 from golem.grimoire.fusion import rrf
-from golem.grimoire.quantities import Measured, arrange, compared
+from golem.grimoire.quantities import Measured, arrange, compared, moves_past
 from golem.grimoire.query_numbers import Anchor, Intent
 from golem.grimoire.query_words import TimeWindow, asks_why, hex_identifiers, topic_text
 from golem.grimoire.records import DecayClass, EntryType, Episode, Pad, SemanticEntry, Status
@@ -292,7 +292,8 @@ def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray,
     QUANTITY_CANDIDATES newest of them observed by then too (EpisodeStore.newest_hits:
     "the last fall" of a month's answers is rarely among the nearest 400). One the lists
     found keeps its evidence from them; another's dense evidence is its cosine over the
-    pool's best, its lexical evidence 0."""
+    pool's best, its lexical evidence 0. For a threshold on a move, only the episodes
+    whose text passes it (those that fail would only crowd the unranked rest)."""
     if not scored:
         return []
     record = scored[compared([_measured(h) for h in scored], intent)].record
@@ -307,10 +308,11 @@ def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray,
             vector, QUANTITY_CANDIDATES, ns, until=newest_before, protocol=record.protocol,
             category=record.category) if f.since is None or hit.episode().observed_at >= f.since]
     known = {f"{h.kind}:{h.id}" for h in scored}
+    admit = moves_past(intent)
     extra = []
     for hit in found:
         key = f"episode:{hit.id}"
-        if key in known:
+        if key in known or (admit is not None and not admit(hit.row["text"])):
             continue
         cand = pool.get(key) or rc.Candidate("episode", hit.id, similarity=hit.score,
                                             dense=over_best(hit.score, best))

@@ -12,6 +12,7 @@ from golem.grimoire.quantities import (
     arrange,
     compared,
     first_move,
+    moves_past,
 )
 from golem.grimoire.query_numbers import read_intent
 
@@ -129,3 +130,18 @@ def test_an_order_compares_events_over_an_entry_that_restates_their_words() -> N
     theta = read_intent("after oracle feed 0xfeed moved less than 0.5% in regime calm, "
                         "what the next minutes returned")
     assert theta.threshold is not None and compared(items, theta) == 0
+
+
+def test_a_move_threshold_reads_the_first_move_of_a_text() -> None:
+    passes = moves_past(read_intent("When did the ETH price feed last fall more than 2%?"))
+    assert passes is not None
+    assert passes("Answer down 2.6% from the previous one; market falling: price -0.1%")
+    # the event's own move decides, not the market's, and a rise is not a fall
+    assert not passes("Answer down 0.3% from the previous one; market falling: price -5%")
+    assert not passes("Answer up 4.1% from the previous one")
+    assert not passes("Answer unchanged from the previous one")
+    assert not passes("Chainlink price update\n0xfeed 0xabc")  # no move stated
+    either = moves_past(read_intent("oracle update above 5 percent"))
+    assert either is not None and either("Answer up 5.2%") and either("Answer down 6%")
+    assert moves_past(read_intent("the biggest WETH sold")) is None  # no threshold
+    assert moves_past(read_intent("borrows above 1,000 USDC")) is None  # not a move
