@@ -19,7 +19,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -386,14 +386,58 @@ class EpisodeStore:
         return [Found(str(row.pop("id")), similarity, vec, row)
                 for row, similarity, vec in found]
 
-    def _dense(self, vector: np.ndarray, k: int, namespaces: Sequence[str],
-               filters: tuple[float | None, float | None, str | None, str | None],
-               columns: list[str]) -> list[tuple[dict[str, Any], float, np.ndarray]]:
-        """(row, exact cosine, vector), best first."""
+    def search_vector_admitted(self, vector: np.ndarray, k: int, namespaces: Sequence[str],
+                               admit: Callable[[str], bool], *,
+                               protocol: str | None = None, category: str | None = None,
+                               since: float | None = None, until: float | None = None,
+                               ) -> list[Found]:
+        """Of the ``k`` rows search_vector_hits would return, those whose stored text (the
+        rendering, then its identifiers line) ``admit`` accepts, as search_vector_hits
+        returns them (exact cosine, best first). A first pass reads only the ids and
+        texts; only the admitted rows are read in full, so a selective ``admit`` reads
+        little."""
+        query = self._query_vector(vector)
+        where = self._prefilter(namespaces, since, until, protocol, category)
+        if k < 1 or not namespaces:
+            return []
+        with self._vendor("vector search"):
+            found = self._vector_rows(query, where, k, self.nprobes, ["id", "text"],
+                                      vectors=False)
+            if found.num_rows < k and self._meta.index_rows is not None:
+                found = self._vector_rows(query, where, k, 0, ["id", "text"], vectors=False)
+            ids = [str(i) for i, text in zip(found["id"].to_pylist(),
+                                             found["text"].to_pylist(), strict=True)
+                   if admit(str(text))]
+            rows: list[dict[str, Any]] = []
+            vectors: list[np.ndarray] = []
+            for chunk in id_chunks(ids):
+                table = _run(self._query().where(sql_in("id", chunk))
+                             .select(["id", *ROW_COLUMNS, "vector"]).limit(len(chunk)))
+                vectors.append(arrow_vectors(table, self.signature.dim))
+                rows += table.drop_columns(["vector"]).to_pylist()
+        if not rows:
+            return []
+        matrix = np.vstack(vectors)
+        similarity = np.clip(matrix @ query, -1.0, 1.0)
+        self._add_counts(rows)
+        order = np.argsort(-similarity, kind="stable")
+        return [Found(str(rows[i].pop("id")), float(similarity[i]), matrix[i], rows[i])
+                for i in order]
+
+    def _query_vector(self, vector: np.ndarray) -> np.ndarray:
+        """The query as a flat float32 vector of the store's dimension; InvalidMemory if
+        it is not one (or not finite)."""
         self._require_match()
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape != (self.signature.dim,) or not np.isfinite(query).all():
             raise InvalidMemory(f"query vector: expected {self.signature.dim} finite floats")
+        return query
+
+    def _dense(self, vector: np.ndarray, k: int, namespaces: Sequence[str],
+               filters: tuple[float | None, float | None, str | None, str | None],
+               columns: list[str]) -> list[tuple[dict[str, Any], float, np.ndarray]]:
+        """(row, exact cosine, vector), best first."""
+        query = self._query_vector(vector)
         where = self._prefilter(namespaces, *filters)
         if k < 1 or not namespaces:
             return []
@@ -415,10 +459,11 @@ class EpisodeStore:
         return [(rows[i], float(similarity[i]), vectors[i]) for i in order]
 
     def _vector_rows(self, query: np.ndarray, where: Any, k: int, max_nprobes: int,
-                     columns: list[str]) -> Any:
+                     columns: list[str], *, vectors: bool = True) -> Any:
+        extra = ["vector", "_distance"] if vectors else ["_distance"]
         search = (self._query().nearest_to(query).column("vector").distance_type("cosine")
                   .minimum_nprobes(self.nprobes).maximum_nprobes(max_nprobes)
-                  .select([*columns, "vector", "_distance"]).limit(k))
+                  .select([*columns, *extra]).limit(k))
         return _run(search if where is None else search.where(where))
 
     def search_text(self, query: str, k: int, namespaces: Sequence[str], *,

@@ -300,15 +300,20 @@ def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray,
     if not isinstance(record, Episode) or "episode" not in f.kinds:
         return []
     best = max((c.similarity for c in pool.values()), default=0.0)
-    found = g.episodes.search_vector_hits(vector, QUANTITY_CANDIDATES, ns, since=f.since,
-                                          until=f.until, protocol=record.protocol,
-                                          category=record.category)
+    admit = moves_past(intent)
+    if admit is None:
+        found = g.episodes.search_vector_hits(vector, QUANTITY_CANDIDATES, ns, since=f.since,
+                                              until=f.until, protocol=record.protocol,
+                                              category=record.category)
+    else:  # only the rows that pass are read in full
+        found = g.episodes.search_vector_admitted(
+            vector, QUANTITY_CANDIDATES, ns, admit, since=f.since, until=f.until,
+            protocol=record.protocol, category=record.category)
     if newest_before is not None:
         found += [hit for hit in g.episodes.newest_hits(
             vector, QUANTITY_CANDIDATES, ns, until=newest_before, protocol=record.protocol,
             category=record.category) if f.since is None or hit.episode().observed_at >= f.since]
     known = {f"{h.kind}:{h.id}" for h in scored}
-    admit = moves_past(intent)
     extra = []
     for hit in found:
         key = f"episode:{hit.id}"

@@ -723,3 +723,32 @@ def test_index_trains_on_a_store_of_repeated_vectors(tmp_path: Path,
     found = store.search_vector(distinct[7], 5, ["main"])
     assert len(found) == 5
     assert all((e.block_number - 19_000_000) % 40 == 7 for e, _ in found), found
+
+
+def test_an_admitted_search_returns_the_nearest_rows_whose_text_passes(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    """search_vector_admitted is search_vector_hits filtered by the text: the same rows,
+    scores, order and decoded episodes, read in full only when admitted."""
+    rng = np.random.default_rng(3)
+    store = open_store(tmp_path / "ep", sig, index_min_rows=300)
+    episodes = [make_episode(i, text=f"Answer {'down 3.2%' if i % 7 == 0 else 'up 0.1%'} "
+                                      f"from the previous one, round {i}")
+                for i in range(400)]
+    store.upsert(episodes, clustered(rng, len(episodes), unit(rng, 6)))
+    assert store.maybe_build_index() is True
+    query = unit(rng, 1)[0]
+
+    def falls(text: str) -> bool:
+        return "down" in text
+
+    for k in (50, 400):
+        every = store.search_vector_hits(query, k, ["main"])
+        admitted = store.search_vector_admitted(query, k, ["main"], falls)
+        expected = [h for h in every if falls(h.row["text"])]
+        assert 0 < len(admitted) < len(every)
+        assert [h.id for h in admitted] == [h.id for h in expected]
+        np.testing.assert_allclose([h.score for h in admitted], [h.score for h in expected],
+                                   atol=1e-6)
+        assert [h.episode() for h in admitted] == [h.episode() for h in expected]
+    assert store.search_vector_admitted(query, 50, ["main"], lambda text: False) == []
+    assert store.search_vector_admitted(query, 50, [], falls) == []
