@@ -16,9 +16,8 @@ Past ``max_episodes`` in all, consolidated episodes go even inside the horizon, 
 
 1. first the protected ones past ``protected_share`` of the cap (failures, salient and
    cited ones; never a live fact's evidence), lowest utility first. Protection by age
-   alone does not bound them: a market whose other accounts revert a few hundred times
-   a golem hour fills a 60-day failure horizon with several times the cap, and
-   would leave no room for anything else;
+   alone does not bound them: whenever more of them arrive within their horizon than
+   the cap holds, they would fill the store and leave no room for anything else;
 2. then the unprotected ones, lowest Mattar-Daw utility first (gain x need, as replay
    ranks them: what replay could still teach, times recency).
 
