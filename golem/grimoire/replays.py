@@ -21,6 +21,9 @@ from golem.runtime.state import damage, damaged_message
 
 FILE = "replays.db"
 CHUNK = 500  # ids per statement (SQLite's variable limit is 999 in old builds)
+# Asked for at least this many ids, get reads the whole table once instead (it holds at
+# most one row per stored episode, so for a store-wide read that is the cheaper scan).
+WHOLE_READ_IDS = 50_000
 LegacyCounts = Callable[[], Iterable[tuple[str, int]]]
 
 
@@ -66,6 +69,9 @@ class ReplayCounts:
 
     def get(self, ids: Sequence[str]) -> dict[str, int]:
         """Counts of the ids that have any (the others are 0)."""
+        if len(ids) >= WHOLE_READ_IDS:
+            every = self.all()
+            return {i: every[i] for i in ids if i in every}
         out: dict[str, int] = {}
         with self._lock:
             for chunk in id_chunks(ids, CHUNK):
