@@ -70,6 +70,7 @@ from golem.perception.market import (
     tape_regime,
 )
 from golem.runtime.handlers import TickContext, TickCounters
+from golem.runtime.stopwatch import Laps
 
 if TYPE_CHECKING:
     from golem.actions.execution import Executor
@@ -228,9 +229,11 @@ class ThetaCycle:
     _handled: set[str] = field(default_factory=set, init=False)  # escalations decided on
 
     async def __call__(self, ctx: TickContext) -> TickCounters | None:
+        laps = Laps()  # the tick's stages, in its counters (sense_ms ... loop2_ms)
         if not self._resumed:
             await anyio.to_thread.run_sync(self._resume)
         seen = await self._sense()
+        laps.lap("sense")
         policy = await anyio.to_thread.run_sync(self.policies.latest)
         portfolio, holdings = await self.executor.view() if self.executor else (NO_POSITIONS, ())
         live = [*self._live(seen.feed, seen.prices, seen.escalated, self._positions(holdings)),
@@ -242,6 +245,7 @@ class ThetaCycle:
             vitality=seen.vitality,
             escalated_episodes={e.episode_id: e.episode for e in seen.escalations
                                 if e.episode is not None})
+        laps.lap("assemble")
         ws = assembly.workspace
         frame, keyframe, links, share = self._frames.next(
             ws, phase=seen.phase, regime=seen.regime, now=ctx.clock.now())
@@ -257,6 +261,7 @@ class ThetaCycle:
                                   entries=(*entries, *keyed),
                                   escalated=len(seen.escalated), keyframe=keyframe,
                                   links=links, holdings=holdings)
+        laps.lap("think")
         if think.provider == ANTHROPIC:  # the request was sent: cached from now on
             self._frames.sent(ctx.clock.now())
         decision = think.decision
@@ -265,6 +270,7 @@ class ThetaCycle:
         executed = await self.executor.execute(
             [v.action for v in verdicts if v.accepted and v.action.kind != "hold"],
             tick=ctx.tick, now=ctx.clock.now()) if self.executor else []
+        laps.lap("execute")
         record = self._record(ctx.tick, assembly, decision, verdicts,
                               escalated=seen.escalated, regime=seen.regime)
         reference = (seen.feed, offline.prior_outlook(seen.prices, self.horizon_s)) \
@@ -288,7 +294,9 @@ class ThetaCycle:
         due, scored = await self._journal(ctx, seen, think, entries=entries, assembly=assembly,
                                           record=record)
         self._emit_assembly(ctx.tick, assembly, seen.regime, frame.kind.value)
+        laps.lap("journal")
         revised = await self._loop2(ctx.tick, ctx.clock.now(), seen.regime)
+        laps.lap("loop2")
         return {"decisions": 1, "predictions": due, "scored": scored,
                 "rejected_actions": sum(not v.accepted for v in verdicts),
                 "context_used": ws.used, "context_pressure": round(ws.pressure, 3),
@@ -298,7 +306,8 @@ class ThetaCycle:
                 "knowledge_used": len(record["knowledge"]["attribution"]),
                 "knowledge_skipped": skipped,
                 **{f"actions_{k}": sum(r.status == s for r in executed) for k, s in
-                   (("executed", "ok"), ("reverted", "reverted"), ("dry_run", "dry_run"))}}
+                   (("executed", "ok"), ("reverted", "reverted"), ("dry_run", "dry_run"))},
+                **laps.ms}
 
     def _resume(self) -> None:
         """The first tick of a run: take back what a clean stop saved (theta_state), and

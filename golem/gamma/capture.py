@@ -76,6 +76,7 @@ from golem.perception.market import (
 )
 from golem.perception.routing import RoutingAction, route_observation
 from golem.runtime.handlers import TickContext, TickCounters
+from golem.runtime.stopwatch import ms_since
 
 log = structlog.get_logger("golem.capture")
 
@@ -189,7 +190,7 @@ class GammaCapture:
             step = await anyio.to_thread.run_sync(self.market.advance, now, max(dt, 1.0))
             counters["reverted"] = len(step.reverted)
             await anyio.to_thread.run_sync(self._write_ground_truth)
-            counters["market_ms"] = _ms_since(started)
+            counters["market_ms"] = ms_since(started)
         if now < self._retry_at:
             return {**counters, "waiting": 1}
         try:
@@ -240,7 +241,7 @@ class GammaCapture:
         for _ in range(MAX_REWINDS_PER_TICK):
             started = time.perf_counter()
             round_ = await follower.poll()
-            self._stage["poll_ms"] = _ms_since(started)
+            self._stage["poll_ms"] = ms_since(started)
             match round_:
                 case Idle(head=head, reason=reason, normal=normal):
                     if not normal:
@@ -278,22 +279,22 @@ class GammaCapture:
             namespace=self.grimoire.namespace, tick=tick, now=now, names=self.names) \
             if self.chain.capture_reverts else []
         episodes.extend(reverts)
-        stage = {**self._stage, "perceive_ms": _ms_since(started)}
+        stage = {**self._stage, "perceive_ms": ms_since(started)}
         stored = 0
         deferred = self.commit_every > 1
         if episodes:
             started = time.perf_counter()
             vectors = await self.grimoire.embedder.aembed_shapes([e.text for e in episodes])
-            stage["embed_ms"] = _ms_since(started)
+            stage["embed_ms"] = ms_since(started)
             started = time.perf_counter()
             stored = await self.grimoire.add_episodes(episodes, vectors=vectors,
                                                       defer=deferred)
-            stage["store_ms"] = _ms_since(started)
+            stage["store_ms"] = ms_since(started)
         self._uncommitted = (round_.window, round_.first_block, now, beliefs)
         if self._since_commit + 1 >= self.commit_every:
             started = time.perf_counter()
             await self.commit(escalated)
-            stage["commit_ms"] = _ms_since(started)
+            stage["commit_ms"] = ms_since(started)
         else:
             self._since_commit += 1
         follower.accept(round_)
@@ -396,8 +397,6 @@ class GammaCapture:
                 lambda c: json.dumps(c.to_dict(), sort_keys=True))
 
 
-def _ms_since(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000.0, 2)
 
 
 def decode_kept(raw: RawLog) -> DecodedEvent:

@@ -34,11 +34,21 @@ def test_every_theta_tick_journals_a_decision_and_due_predictions_get_scored(
     config = load_config(path)
     registry = HandlerRegistry()
     daemon = Daemon(config, registry, stop_after=540, setup=setup)
-    configure_logging("warning", "json", io.StringIO())
+    logged = io.StringIO()
+    configure_logging("info", "json", logged)
     assert anyio.run(daemon.run, backend_options={"use_uvloop": True}) == 0
     assert [h.name for h in registry.for_loop("theta")] == ["theta-decision"]
     theta = daemon.loops[1].counters
     assert theta.ticks == theta.ok == 9  # golem time 0, 60, ..., 480
+    # each tick's log line says where its time went: stages that cover the tick's work
+    ticks = [line for line in map(json.loads, logged.getvalue().splitlines())
+             if line.get("event") == "tick" and line.get("loop") == "theta"]
+    assert len(ticks) == 9
+    for tick in ticks:
+        stages = [tick[f"theta-decision.{s}_ms"] for s in
+                  ("sense", "assemble", "think", "execute", "journal", "loop2")]
+        assert all(ms >= 0 for ms in stages)
+        assert 0 < sum(stages) <= tick["duration_ms"] + 0.1
 
     conn = sqlite3.connect(config.data_dir / JOURNAL_DIR / JOURNAL_DB)
     try:
