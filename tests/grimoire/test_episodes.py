@@ -221,6 +221,13 @@ def test_the_same_episode_written_twice_is_stored_once(tmp_path: Path, sig: Mode
     assert store.count() == 1
     assert store.get([ep.id]) == [dataclasses.replace(ep, replay_count=3,
                                                       quality_verified=True)]
+    # a batch of stored and new ids appends only the new ones
+    others = [make_episode(i) for i in (2, 3)]
+    assert store.upsert([recaptured, *others], embedder.embed(
+        [recaptured.text, *(o.text for o in others)])) == 3
+    assert store.count() == 3
+    assert store.get([ep.id, *(o.id for o in others)]) == [
+        dataclasses.replace(ep, replay_count=3, quality_verified=True), *others]
 
 
 def test_prefilters_exclude_what_they_should(tmp_path: Path, sig: ModelSignature,
