@@ -397,8 +397,6 @@ class GammaCapture:
                 lambda c: json.dumps(c.to_dict(), sort_keys=True))
 
 
-
-
 def decode_kept(raw: RawLog) -> DecodedEvent:
     """Decode a log; a malformed one is kept raw (with why), never dropped."""
     try:
