@@ -407,10 +407,7 @@ class EpisodeStore:
         if k < 1 or not namespaces:
             return []
         with self._vendor("vector search"):
-            found = self._vector_rows(query, where, k, self.nprobes, ["id", "text"],
-                                      vectors=False)
-            if found.num_rows < k and self._meta.index_rows is not None:
-                found = self._vector_rows(query, where, k, 0, ["id", "text"], vectors=False)
+            found = self._nearest(query, where, k, ["id", "text"], vectors=False)
             ids = [str(i) for i, text in zip(found["id"].to_pylist(),
                                              found["text"].to_pylist(), strict=True)
                    if admit(str(text))]
@@ -447,13 +444,8 @@ class EpisodeStore:
         where = self._prefilter(namespaces, *filters)
         if k < 1 or not namespaces:
             return []
-        # Exactly nprobes partitions: with a prefilter, LanceDB's open-ended maximum_nprobes(0)
-        # probes every partition, comparing every row. Only a filter so selective that
-        # those partitions hold fewer than k rows probes them all.
         with self._vendor("vector search"):
-            found = self._vector_rows(query, where, k, self.nprobes, columns)
-            if found.num_rows < k and self._meta.index_rows is not None:
-                found = self._vector_rows(query, where, k, 0, columns)
+            found = self._nearest(query, where, k, columns)
         # The IVF_SQ index ranks by squared L2 between unit vectors on quantised values, which
         # read as a cosine distance gives a wrong similarity, so the similarity is computed
         # here from the stored vectors, and the k re-ranked on it: what LanceDB's
@@ -463,6 +455,18 @@ class EpisodeStore:
         rows = found.drop_columns(["vector", "_distance"]).to_pylist()
         order = np.argsort(-similarity, kind="stable")
         return [(rows[i], float(similarity[i]), vectors[i]) for i in order]
+
+    def _nearest(self, query: np.ndarray, where: Any, k: int, columns: list[str], *,
+                 vectors: bool = True) -> Any:
+        """The k nearest rows passing ``where`` as an Arrow table (``columns``, then the
+        vector if asked, then ``_distance``). Exactly nprobes partitions: with a prefilter,
+        LanceDB's open-ended maximum_nprobes(0) probes every partition, comparing every
+        row. Only a filter so selective that those partitions hold fewer than k rows
+        probes them all."""
+        found = self._vector_rows(query, where, k, self.nprobes, columns, vectors=vectors)
+        if found.num_rows < k and self._meta.index_rows is not None:
+            found = self._vector_rows(query, where, k, 0, columns, vectors=vectors)
+        return found
 
     def _vector_rows(self, query: np.ndarray, where: Any, k: int, max_nprobes: int,
                      columns: list[str], *, vectors: bool = True) -> Any:
