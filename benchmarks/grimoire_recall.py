@@ -85,6 +85,7 @@ def open_or_build(n: int, data_dir: Path) -> tuple[EpisodeStore, float]:
     if marker.is_file():
         store = EpisodeStore.open(data_dir / EPISODES_DIR, embedder().signature,
                                   index_min_rows=CFG.index_min_rows)
+        store.maybe_build_index()  # an index of an older kind is trained again
         return store, 0.0
     if data_dir.exists():
         shutil.rmtree(data_dir)

@@ -154,7 +154,7 @@ def measure(n: int, directory: Path, queries: int) -> dict[str, Any]:
     indexed = any(i.index_type.startswith("Ivf") for i in table.list_indices())
     return {
         "rows": store.count(), "real_embedded_rows": min(REAL, n), "build_s": round(build_s, 1),
-        "vector_index": "IVF_SQ cosine" if indexed else "none (exact)",
+        "vector_index": "IVF_RQ cosine (4 bits)" if indexed else "none (exact)",
         "bare_lancedb": summary(bare_s), "episode_store": summary(ours_s),
         "store_over_bare_p95": round(float(np.percentile(ours_s, 95) / np.percentile(bare_s, 95)),
                                      3),

@@ -130,15 +130,16 @@ class GrimoireSection:
     eviction_threshold: float = field(default=0.10, metadata=_check(ge=0, le=1))
     # A contradicting claim against an entry this confident (or anchored) is quarantined.
     quarantine_confidence: float = field(default=0.80, metadata=_check(ge=0, le=1))
-    # An episode table of at least this many rows gets an ANN index (IVF_SQ); below it
+    # An episode table of at least this many rows gets an ANN index (IVF_RQ); below it
     # search is exact.
     # Exact search time grows with the rows, an indexed search's barely: the default is
     # about where the index becomes the faster of the two.
     index_min_rows: int = field(default=5_000, metadata=_check(ge=256, le=10**9))
     # LanceDB's caches, bounded (its defaults, 6 GB and 1 GB, grow RSS without limit over
-    # a long run). A cache smaller than the vector index re-reads index pages from the OS
-    # file cache: slower searches for a lower RSS. Raise it when memory is plentiful.
-    lance_index_cache_mb: int = field(default=16, metadata=_check(ge=8, le=65_536))
+    # a long run). A cache smaller than the indexes (vector ~200 bytes an episode, full
+    # text ~170) re-reads index pages from the OS file cache: slower searches for a lower
+    # RSS. Raise it when memory is plentiful.
+    lance_index_cache_mb: int = field(default=32, metadata=_check(ge=8, le=65_536))
     lance_metadata_cache_mb: int = field(default=16, metadata=_check(ge=8, le=65_536))
 
 

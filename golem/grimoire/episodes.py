@@ -2,11 +2,12 @@
 
 With episodes_schema.py (row layout, filters, index set-up) the only code importing lancedb.
 Synchronous by design: the facade calls it in a worker thread. Writes go through
-one lock and are one commit per call (merge_insert on the stable id, so a
+one lock and are one commit per call (an id already stored is left as it is, so a
 re-captured event never duplicates). Search is exact (brute force) until
-``index_min_rows``, then an IVF_SQ cosine index is trained, and retrained as the
-table grows by a fifth or its delta segments pile up; rows written since are still
-searched, unindexed.
+``index_min_rows``, then an IVF_RQ cosine index (four bits a dimension) is trained, and
+retrained as the table grows by a fifth or its delta segments pile up; rows written
+since are still searched, unindexed. An indexed search reads more rows than asked and
+ranks them by their exact cosine (``RERANK_UP_TO``).
 Replay counts live beside the table in replays.db (replays.py), not in its rows.
 Assumes one writing process (the data-dir lock holder).
 """
@@ -31,7 +32,7 @@ import numpy as np
 import structlog
 from lancedb.background_loop import LOOP
 from lancedb.expr import Expr
-from lancedb.index import IvfSq
+from lancedb.index import IvfRq
 from lancedb.table import AsyncTable
 
 from golem.config import GrimoireSection
@@ -79,6 +80,10 @@ MAX_VECTOR_SEGMENTS = 4
 IVF_MAX_ITERATIONS = 20
 IVF_SAMPLE_RATE = 64
 FTS_REFRESH_ROWS = 1000
+# The index ranks on four bits a dimension: a search for k <= RERANK_UP_TO rows through
+# it reads 2k and keeps the k of highest exact cosine (a larger k, a candidate pool for
+# ordering by quantities, reads k).
+RERANK_UP_TO = 100
 # LanceDB's k-means error when the sample holds fewer distinct vectors than partitions
 TOO_FEW_CLUSTERS = "non-empty clusters"
 # A fold compacts only the fragments written since the last one (a fragment each Gamma
@@ -407,10 +412,14 @@ class EpisodeStore:
         if k < 1 or not namespaces:
             return []
         with self._vendor("vector search"):
-            found = self._nearest(query, where, k, ["id", "text"], vectors=False)
-            ids = [str(i) for i, text in zip(found["id"].to_pylist(),
-                                             found["text"].to_pylist(), strict=True)
-                   if admit(str(text))]
+            reranked = self._fetched(k) > k
+            found = self._nearest(query, where, k, ["id", "text"], vectors=reranked)
+            texts = found["text"].to_pylist()
+            ids = [str(i) for i, text in zip(found["id"].to_pylist(), texts, strict=True)]
+            if reranked:  # the same k rows search_vector_hits keeps
+                nearest = self._best(arrow_vectors(found, self.signature.dim) @ query, k)
+                ids, texts = [ids[i] for i in nearest], [texts[i] for i in nearest]
+            ids = [i for i, text in zip(ids, texts, strict=True) if admit(str(text))]
             rows: list[dict[str, Any]] = []
             vectors: list[np.ndarray] = []
             for chunk in id_chunks(ids):
@@ -446,26 +455,37 @@ class EpisodeStore:
             return []
         with self._vendor("vector search"):
             found = self._nearest(query, where, k, columns)
-        # The IVF_SQ index ranks by squared L2 between unit vectors on quantised values, which
-        # read as a cosine distance gives a wrong similarity, so the similarity is computed
-        # here from the stored vectors, and the k re-ranked on it: what LanceDB's
-        # refine_factor(1) does, without its second read of the rows.
+        # The index's distance is an estimate from quantised vectors, so the similarity is
+        # computed here from the stored ones, and the rows re-ranked on it: what LanceDB's
+        # refine_factor does, without its second read of the rows.
         vectors = arrow_vectors(found, self.signature.dim)
         similarity = np.clip(vectors @ query, -1.0, 1.0)
         rows = found.drop_columns(["vector", "_distance"]).to_pylist()
-        order = np.argsort(-similarity, kind="stable")
-        return [(rows[i], float(similarity[i]), vectors[i]) for i in order]
+        return [(rows[i], float(similarity[i]), vectors[i])
+                for i in self._best(similarity, k)]
+
+    @staticmethod
+    def _best(similarity: np.ndarray, k: int) -> list[int]:
+        """Indices of the k highest similarities, highest first (ties: the earlier row)."""
+        return [int(i) for i in np.argsort(-similarity, kind="stable")[:k]]
+
+    def _fetched(self, k: int) -> int:
+        """How many rows a search for k reads: twice k through the index for a k up to
+        RERANK_UP_TO, else k (an exact search needs no more)."""
+        return 2 * k if self._meta.index_rows is not None and k <= RERANK_UP_TO else k
 
     def _nearest(self, query: np.ndarray, where: Any, k: int, columns: list[str], *,
                  vectors: bool = True) -> Any:
-        """The k nearest rows passing ``where`` as an Arrow table (``columns``, then the
-        vector if asked, then ``_distance``). Exactly nprobes partitions: with a prefilter,
-        LanceDB's open-ended maximum_nprobes(0) probes every partition, comparing every
-        row. Only a filter so selective that those partitions hold fewer than k rows
-        probes them all."""
-        found = self._vector_rows(query, where, k, self.nprobes, columns, vectors=vectors)
+        """The _fetched(k) nearest rows by the index passing ``where`` as an Arrow table
+        (``columns``, then the vector if asked, then ``_distance``). Exactly nprobes
+        partitions: with a prefilter, LanceDB's open-ended maximum_nprobes(0) probes every
+        partition, comparing every row. Only a filter so selective that those partitions
+        hold fewer than k rows probes them all."""
+        fetched = self._fetched(k)
+        found = self._vector_rows(query, where, fetched, self.nprobes, columns,
+                                  vectors=vectors)
         if found.num_rows < k and self._meta.index_rows is not None:
-            found = self._vector_rows(query, where, k, 0, columns, vectors=vectors)
+            found = self._vector_rows(query, where, fetched, 0, columns, vectors=vectors)
         return found
 
     def _vector_rows(self, query: np.ndarray, where: Any, k: int, max_nprobes: int,
@@ -661,7 +681,7 @@ class EpisodeStore:
 
     def maybe_build_index(self, older_than_s: float = 3600.0, *,
                           max_versions: int | None = None) -> bool:
-        """Keep search fast; call it from a maintenance loop. Trains the IVF_SQ cosine index
+        """Keep search fast; call it from a maintenance loop. Trains the IVF_RQ cosine index
         once the table holds index_min_rows, and retrains it on 20% growth, past
         MAX_VECTOR_SEGMENTS delta segments, or when its kind is not INDEX_KIND; folds rows
         written since the last optimize into the indexes once there are more than
@@ -693,7 +713,7 @@ class EpisodeStore:
         return did
 
     def _train_vector_index(self, rows: int) -> None:
-        """Train the IVF_SQ index with about sqrt(rows) partitions. When k-means cannot form
+        """Train the IVF_RQ index with about sqrt(rows) partitions. When k-means cannot form
         that many clusters (a store of many near-duplicate vectors: an old golem's repeated
         events), train again with half as many, down to one, and say so; any other vendor
         failure propagates."""
@@ -703,10 +723,8 @@ class EpisodeStore:
                 # A target partition size, not a count: optimize() re-partitions toward
                 # the target, and with the default target it merges the partitions into a
                 # handful, so every search would scan all rows.
-                self._table.create_index("vector", config=IvfSq(
-                    distance_type="cosine", target_partition_size=max(1, rows // partitions),
-                    max_iterations=IVF_MAX_ITERATIONS, sample_rate=IVF_SAMPLE_RATE),
-                    replace=True)
+                self._table.create_index("vector", config=vector_index(rows, partitions),
+                                         replace=True)
                 return
             except Exception as exc:
                 if partitions == 1 or TOO_FEW_CLUSTERS not in str(exc):
@@ -844,6 +862,15 @@ class EpisodeStore:
     def _set_meta(self, meta: layout.StoreMeta) -> None:
         layout.write_meta(self.directory, meta)
         self._meta = meta
+
+
+def vector_index(rows: int, partitions: int, *, max_iterations: int = IVF_MAX_ITERATIONS,
+                 sample_rate: int = IVF_SAMPLE_RATE) -> IvfRq:
+    """The vector index the store trains on ``rows`` rows: IVF_RQ (four bits a
+    dimension), cosine, about ``partitions`` partitions."""
+    return IvfRq(distance_type="cosine", num_bits=4,
+                 target_partition_size=max(1, rows // max(1, partitions)),
+                 max_iterations=max_iterations, sample_rate=sample_rate)
 
 
 def _connect(directory: Path, cache_mb: tuple[int, int]) -> Any:

@@ -29,10 +29,11 @@ from golem.grimoire.signature import ModelSignature
 
 META_FILE = "store.json"
 META_FORMAT = 1
-# IVF_SQ sized by target partition size. An index recorded without this kind was sized
-# by a partition count, which LanceDB's optimize() collapses to a handful of partitions,
-# and is retrained.
-INDEX_KIND = "ivf_sq_target_size"
+# IVF_RQ (four bits a dimension) sized by target partition size. An index recorded
+# without this kind is retrained: "ivf_sq_target_size" (IVF_SQ: twice the bytes, and
+# slower searches for the same neighbours) or none (sized by a partition count, which
+# LanceDB's optimize() collapses to a handful of partitions).
+INDEX_KIND = "ivf_rq4_target_size"
 TABLE_PREFIX = "episodes-"
 TABLE_SUFFIX = ".lance"
 VECTOR_INDEX = "vector_idx"  # LanceDB's default name for the index on "vector"

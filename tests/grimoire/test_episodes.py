@@ -759,3 +759,36 @@ def test_an_admitted_search_returns_the_nearest_rows_whose_text_passes(
         assert [h.episode() for h in admitted] == [h.episode() for h in expected]
     assert store.search_vector_admitted(query, 50, ["main"], lambda text: False) == []
     assert store.search_vector_admitted(query, 50, [], falls) == []
+
+
+def test_the_vector_index_is_rabitq_codes_and_an_older_kind_is_retrained(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    """Maintenance trains an IVF_RQ index and records its kind; a store whose record names
+    the older IVF_SQ kind is retrained at the next maintenance, not left as it is. An
+    indexed search still returns exact cosines, best first."""
+    rng = np.random.default_rng(8)
+    directory = tmp_path / "ep"
+    store = open_store(directory, sig, index_min_rows=300)
+    vectors = clustered(rng, 400, unit(rng, 8))
+    store.upsert([make_episode(i) for i in range(400)], vectors)
+
+    def index_type() -> str:
+        dataset = lance.dataset(str(next(directory.glob("episodes-*.lance"))))
+        return str(dataset.stats.index_stats(layout.VECTOR_INDEX)["index_type"])
+
+    assert store.maybe_build_index() is True
+    meta = layout.read_meta(directory)
+    assert meta is not None and meta.index_kind == layout.INDEX_KIND == "ivf_rq4_target_size"
+    assert index_type() == "IVF_RQ"
+    assert store.maybe_build_index() is False
+    layout.write_meta(directory, dataclasses.replace(meta, index_kind="ivf_sq_target_size"))
+    reopened = open_store(directory, sig, index_min_rows=300)
+    assert reopened.maybe_build_index() is True  # the older kind: trained again
+    assert layout.read_meta(directory) == meta
+    assert index_type() == "IVF_RQ"
+    hits = reopened.search_vector_hits(vectors[3], 10, ["main"])
+    exact = vectors @ vectors[3]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    for hit in hits:
+        row = hit.episode().block_number - 19_000_000
+        assert hit.score == pytest.approx(float(exact[row]), abs=1e-5)

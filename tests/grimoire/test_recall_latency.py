@@ -104,7 +104,7 @@ def test_search_hits_carry_their_rows_and_stored_vectors(tmp_path: Path,
 
 def test_similarities_from_the_vector_index_are_true_cosines(tmp_path: Path,
                                                              embedder: Embedder) -> None:
-    """The IVF_SQ index ranks by squared L2 (2 - 2 cos); what the store reports, and what
+    """The IVF_RQ index ranks by an estimate from 4-bit codes; what the store reports, and what
     scoring and the refusal test read, must be the cosine itself."""
     rng = np.random.default_rng(11)
     store = EpisodeStore.open(tmp_path / "ep", embedder.signature, index_min_rows=300)
