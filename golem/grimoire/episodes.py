@@ -405,8 +405,8 @@ class EpisodeStore:
         """Of the ``k`` rows search_vector_hits would return, those whose stored text (the
         rendering, then its identifiers line) ``admit`` accepts, as search_vector_hits
         returns them (exact cosine, best first). A first pass reads only the ids and
-        texts; only the admitted rows are read in full, so a selective ``admit`` reads
-        little."""
+        texts (and the vectors, when the index's rows are re-ranked: k <= RERANK_UP_TO);
+        only the admitted rows are read in full, so a selective ``admit`` reads little."""
         query = self._query_vector(vector)
         where = self._prefilter(namespaces, since, until, protocol, category)
         if k < 1 or not namespaces:
