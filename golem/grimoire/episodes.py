@@ -15,6 +15,7 @@ Assumes one writing process (the data-dir lock holder).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import re
@@ -69,6 +70,10 @@ from golem.runtime.heap import trim_heap
 
 log = structlog.get_logger("golem.grimoire")
 REINDEX_GROWTH = 1.2  # retrain the vector index when the table grew by 20% since training
+# ... or when the rows written since training reach this share of the rows it was trained
+# on: at the retention cap the count is flat while the rows churn, and an index kept on
+# its old centroids slowed every search (benchmarks/README.md, fifteenth session).
+REINDEX_CHURN = 0.2
 FTS_INDEX = layout.TEXT_INDEX
 # A search probes every segment of the vector index, so searches slow down with each one
 # until they are slower than an exact search. Our folds merge new rows into the newest
@@ -120,6 +125,7 @@ class EpisodeStore:
         self._table = self._open_table(meta.table)
         self._write_lock = threading.RLock()
         self._namespaces: set[str] | None = None  # stored namespaces, read on first search
+        self._written = 0  # rows appended since the meta's written_since_index was saved
         # Before any layout upgrade: that copy writes the replay_count column as 0.
         self._replays = ReplayCounts.open(directory, self._legacy_replay_counts)
 
@@ -284,6 +290,7 @@ class EpisodeStore:
             if fresh:
                 self._table.add(to_table([episodes[i] for i in fresh], vectors[fresh],
                                          self.signature.id, self._table.schema))
+                self._written += len(fresh)
             # A new row's count (copied stores; capture brings 0); a stored one keeps its own.
             # A crash between the two commits loses only these counts.
             self._replays.insert_missing({i: n for i, n in carried.items() if i not in stored})
@@ -682,8 +689,10 @@ class EpisodeStore:
     def maybe_build_index(self, older_than_s: float = 3600.0, *,
                           max_versions: int | None = None) -> bool:
         """Keep search fast; call it from a maintenance loop. Trains the IVF_RQ cosine index
-        once the table holds index_min_rows, and retrains it on 20% growth, past
-        MAX_VECTOR_SEGMENTS delta segments, or when its kind is not INDEX_KIND; folds rows
+        once the table holds index_min_rows, and retrains it on 20% growth, once the rows
+        written since training reach REINDEX_CHURN of the rows it was trained on (counted
+        in the store's meta at each call; a crash loses the count since the last call),
+        past MAX_VECTOR_SEGMENTS delta segments, or when its kind is not INDEX_KIND; folds rows
         written since the last optimize into the indexes once there are more than
         FTS_REFRESH_ROWS of them (unindexed rows are still found, but every text search
         scans them), with an ``optimize(older_than_s, max_versions=...)``. Reconnects when
@@ -699,15 +708,20 @@ class EpisodeStore:
             trained = self._meta.index_rows
             stale = trained is not None and self._meta.index_kind != layout.INDEX_KIND
             segments = layout.vector_segments(self._table)
+            written = self._meta.written_since_index + self._written
             if rows >= self.index_min_rows and (
                     trained is None or stale or rows >= trained * REINDEX_GROWTH
+                    or written >= trained * REINDEX_CHURN
                     or segments > MAX_VECTOR_SEGMENTS):
                 log.info("training the episode vector index", rows=rows, trained_rows=trained,
-                         segments=segments)
+                         written_since=written, segments=segments)
                 self._train_vector_index(rows)
                 self._set_meta(layout.StoreMeta(self._meta.table, self._meta.signature, rows,
                                                 layout.INDEX_KIND))
                 did = True
+            elif self._written:
+                self._set_meta(dataclasses.replace(self._meta, written_since_index=written))
+            self._written = 0
             if did:
                 self.reconnect()
         return did

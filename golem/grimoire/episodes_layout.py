@@ -47,11 +47,13 @@ class StoreMeta:
     index_rows: int | None = None  # row count when the vector index was last trained
     # How that index was built; an index of an older kind is retrained (INDEX_KIND).
     index_kind: str | None = None
+    # Rows written since that training, as counted at the last maintenance.
+    written_since_index: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": META_FORMAT, "table": self.table,
                 "signature": self.signature.to_dict(), "index_rows": self.index_rows,
-                "index_kind": self.index_kind}
+                "index_kind": self.index_kind, "written_since_index": self.written_since_index}
 
 
 def new_table_name(signature: ModelSignature) -> str:
@@ -80,7 +82,11 @@ def read_meta(directory: Path) -> StoreMeta | None:
         kind = data.get("index_kind")
         if kind is not None and not isinstance(kind, str):
             raise ValueError(f"bad index_kind {kind!r}")
-        return StoreMeta(table, ModelSignature.from_dict(data["signature"]), index_rows, kind)
+        written = data.get("written_since_index", 0)
+        if isinstance(written, bool) or not isinstance(written, int) or written < 0:
+            raise ValueError(f"bad written_since_index {written!r}")
+        return StoreMeta(table, ModelSignature.from_dict(data["signature"]), index_rows, kind,
+                         written)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StoreCorrupt(f"episode store {path} is corrupt: {exc}") from None
 

@@ -792,3 +792,32 @@ def test_the_vector_index_is_rabitq_codes_and_an_older_kind_is_retrained(
     for hit in hits:
         row = hit.episode().block_number - 19_000_000
         assert hit.score == pytest.approx(float(exact[row]), abs=1e-5)
+
+
+def test_the_vector_index_is_retrained_once_a_fifth_of_its_rows_churned(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    """At the retention cap the row count stays flat while rows are written and deleted;
+    the index is retrained once the rows written since training reach REINDEX_CHURN of
+    the rows it was trained on. The count survives a reopen (kept in the meta)."""
+    rng = np.random.default_rng(9)
+    directory = tmp_path / "ep"
+    store = open_store(directory, sig, index_min_rows=300)
+    store.upsert([make_episode(i) for i in range(400)], unit(rng, 400))
+    assert store.maybe_build_index() is True
+    assert store.maybe_build_index() is False
+
+    def churn(first: int, n: int) -> None:  # n rows in, n rows out: the count stays 400
+        store.upsert([make_episode(i) for i in range(first, first + n)], unit(rng, n))
+        store.delete([make_episode(i).id for i in range(first - 400, first - 400 + n)])
+
+    churn(400, 50)
+    assert store.maybe_build_index() is False  # 50 written: under 0.2 x 400
+    meta = layout.read_meta(directory)
+    assert meta is not None and meta.written_since_index == 50 and meta.index_rows == 400
+    store = open_store(directory, sig, index_min_rows=300)
+    churn(450, 30)
+    assert store.maybe_build_index() is True  # 80 written since training
+    meta = layout.read_meta(directory)
+    assert meta is not None and meta.written_since_index == 0 and meta.index_rows == 400
+    assert store.maybe_build_index() is False
+    assert store.count() == 400
