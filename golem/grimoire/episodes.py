@@ -5,9 +5,10 @@ Synchronous by design: the facade calls it in a worker thread. Writes go through
 one lock and are one commit per call (an id already stored is left as it is, so a
 re-captured event never duplicates). Search is exact (brute force) until
 ``index_min_rows``, then an IVF_RQ cosine index (four bits a dimension) is trained, and
-retrained as the table grows by a fifth or its delta segments pile up; rows written
-since are still searched, unindexed. An indexed search reads more rows than asked and
-ranks them by their exact cosine (``RERANK_UP_TO``).
+retrained as the table grows by a fifth, as a fifth of its rows are written anew (at the
+retention cap the count is flat while the rows churn), or as its delta segments pile up;
+rows written since are still searched, unindexed. An indexed search reads more rows
+than asked and ranks them by their exact cosine (``RERANK_UP_TO``).
 Replay counts live beside the table in replays.db (replays.py), not in its rows.
 Assumes one writing process (the data-dir lock holder).
 """
@@ -719,7 +720,7 @@ class EpisodeStore:
                 self._set_meta(layout.StoreMeta(self._meta.table, self._meta.signature, rows,
                                                 layout.INDEX_KIND))
                 did = True
-            elif self._written:
+            elif self._written and trained is not None:  # before training, nothing to count
                 self._set_meta(dataclasses.replace(self._meta, written_since_index=written))
             self._written = 0
             if did:
