@@ -36,9 +36,10 @@ from golem.grimoire.query_numbers import Intent
 _NUM = r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?"
 _AMOUNT = re.compile(rf"(?<![\w.,$]){_NUM}\s+([A-Z][A-Z0-9]{{1,9}})\b(?:\s+([a-z]+))?")
 _USD = re.compile(rf"(?:\b([a-z]+)\s+(?:of\s+)?)?(-)?\${_NUM}")
-_MOVE_WORDS = re.compile(rf"\b([a-z]+)\s+(up|down)\s+{_NUM}%", re.IGNORECASE)
-_MOVE_SIGNED = re.compile(rf"\b([a-z]+):?\s+([+\-\u2212]){_NUM}%", re.IGNORECASE)
-_MOVE_NONE = re.compile(r"\b([a-z]+)\s+unchanged\b", re.IGNORECASE)
+# A move after a word: "Answer down 2.3%" (groups 1-3), "price: +7.9%" (4-6), "price
+# unchanged". One pattern, so the first move is its first match.
+_MOVE = re.compile(rf"\b[a-z]+(?:\s+(up|down)\s+{_NUM}%|:?\s+([+\-\u2212]){_NUM}%"
+                   r"|\s+unchanged\b)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -62,16 +63,20 @@ def amounts(text: str) -> list[Amount]:
 
 
 def first_move(text: str) -> float | None:
-    """The first move ``text`` states, in percent (negative: down), or None."""
-    found: list[tuple[int, float]] = []
-    for m in _MOVE_WORDS.finditer(text):
-        size = _number(m.group(3), m.group(4))
-        found.append((m.start(), -size if m.group(2).lower() == "down" else size))
-    for m in _MOVE_SIGNED.finditer(text):
-        size = _number(m.group(3), m.group(4))
-        found.append((m.start(), size if m.group(2) == "+" else -size))
-    found += [(m.start(), 0.0) for m in _MOVE_NONE.finditer(text)]
-    return min(found)[1] if found else None
+    """The first move ``text`` states, in percent (negative: down), or None. A text with
+    neither a percent sign nor "unchanged" states none, and is not searched."""
+    if "%" not in text and "unchanged" not in text.lower():
+        return None
+    m = _MOVE.search(text)
+    if m is None:
+        return None
+    if m.group(1) is not None:
+        size = _number(m.group(2), m.group(3))
+        return -size if m.group(1).lower() == "down" else size
+    if m.group(4) is not None:
+        size = _number(m.group(5), m.group(6))
+        return size if m.group(4) == "+" else -size
+    return 0.0
 
 
 T = TypeVar("T")

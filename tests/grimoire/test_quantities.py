@@ -38,6 +38,15 @@ def test_the_first_move_is_the_events_own() -> None:
     assert first_move("Chainlink price update on the ETH/USD price feed: 2,059") is None
 
 
+def test_the_first_move_is_the_first_in_the_text_of_any_form() -> None:
+    assert first_move("Market steady: price +0.4% over 1 min. Answer down 2.3%") == 0.4
+    assert first_move("Answer up 1,204.5% then price: -3%") == 1204.5
+    assert first_move("price: \u22121.5% and later Answer up 4%") == -1.5
+    assert first_move("Answer UNCHANGED; market surging: price +3%") == 0
+    assert first_move("a 5% fee, 0.3% of it to us") is None  # a bare percentage is no move
+    assert first_move("") is None
+
+
 def feed(move: str, when: float, relevance: float = 0.9) -> Measured:
     return Measured(relevance, when, f"Answer {move} from the previous one. Chainlink update",
                     FEED)
