@@ -7,7 +7,12 @@ import time
 
 from golem.runtime.handlers import HandlerRegistry
 from golem.runtime.state import StateStore
-from golem.testing.handlers import ClockSleepHandler, FailingHandler, RecordingHandler
+from golem.testing.handlers import (
+    ClockSleepHandler,
+    FailingHandler,
+    RecordingHandler,
+    ThreadBlockHandler,
+)
 
 from .conftest import run_daemon
 
@@ -39,6 +44,20 @@ def test_each_loop_ticks_at_its_interval_and_logs_one_line_per_tick(make_config)
     assert {"loop", "tick", "golem_time", "duration_ms", "outcome", "handlers"} <= set(first)
     assert first["record.calls"] == 1
     assert daemon.clock.now() == START + 3600
+
+
+def test_each_tick_line_says_how_long_each_handler_took(make_config) -> None:
+    _, cfg = make_config()
+    registry = HandlerRegistry()
+    registry.register("delta", RecordingHandler())
+    registry.register("delta", ThreadBlockHandler(0.05))
+    code, _, log = run_daemon(cfg, registry, stop_after=1800)
+    assert code == 0
+    delta = [line for line in tick_lines(log) if line["loop"] == "delta"]
+    assert len(delta) == 3
+    for line in delta:
+        assert 50.0 <= line["thread-block.ms"] <= line["duration_ms"]
+        assert 0.0 <= line["record.ms"] < line["thread-block.ms"]
 
 
 def test_overrun_skips_the_next_slots_and_counts_them(make_config) -> None:

@@ -4,6 +4,8 @@ A loop wakes at fixed slots of its interval and runs its handlers under a
 deadline. An exception fails that tick only; the loop logs it with its name
 and tick number and carries on, backing off when failures repeat. A tick that
 runs past its slot makes the loop skip the slots it missed, and counts them.
+Each tick logs one line: its duration, outcome, the handlers' counters and each
+handler's wall milliseconds (``<handler>.ms``).
 """
 
 from __future__ import annotations
@@ -196,9 +198,11 @@ class TickLoop:
             with self._clock.deadline(deadline) as golem_scope:
                 try:
                     for handler in self._handlers:
+                        began = time.monotonic()
                         result = await handler(ctx)
                         for key, value in (result or {}).items():
                             self._counters_out[f"{handler.name}.{key}"] = value
+                        self._add_handler_ms(handler.name, began)
                 except Exception as exc:
                     outcome, failure = "failed", exc
             if golem_scope.cancel_called:
@@ -216,6 +220,13 @@ class TickLoop:
             self._log_tick(report, None)
         self._on_tick(report)
         return report
+
+    def _add_handler_ms(self, name: str, began: float) -> None:
+        """The tick line's ``<handler>.ms``: the wall milliseconds the handler took this
+        tick (handlers sharing a name add up); a handler that raised has none."""
+        key = f"{name}.ms"
+        took = (time.monotonic() - began) * 1000.0
+        self._counters_out[key] = round(float(self._counters_out.get(key, 0.0)) + took, 3)
 
     def _record(self, tick: int, outcome: str, duration_ms: float,
                 failure: BaseException | None) -> ErrorRecord | None:
