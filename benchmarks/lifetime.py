@@ -13,9 +13,10 @@ chain, offline cognition) on a fresh data dir and reports:
   Theta's and Delta's tick durations, and the embedder's own totals (every call:
   capture, Theta's queries, consolidation). Loops overlap (Theta and Delta tick beside
   Gamma), so the stages add up to more than the wall time when they do;
-- ``handlers_s_per_golem_hour``: each loop's handlers' wall seconds a golem hour
-  ("delta/delta": consolidation and the store's maintenance; "delta/scheduled-jobs":
-  the daily jobs), from the ``<handler>.ms`` of every tick line;
+- ``tick_parts_s_per_golem_hour``: the timed parts of every tick line, wall seconds a
+  golem hour, keyed "loop/field": each handler's (``delta/delta.ms``: consolidation and
+  the store's maintenance) and its stages' (``delta/delta.consolidation_ms``,
+  ``delta/delta.maintenance_ms``, ``theta/theta-decision.assemble_ms``, ...);
 - ``cpu_s``: the daemon's CPU seconds (user + system, every thread): on shared cores
   the wall time swings with other work, its CPU time much less;
 - ``rss_mb``: the daemon's peak (VmHWM) and steady RSS (median and max of the samples of
@@ -105,7 +106,7 @@ class LogTally:
         self.ticks: Counter[str] = Counter()
         self.tick_ms: dict[str, float] = defaultdict(float)
         self.gamma: dict[str, float] = defaultdict(float)
-        self.handler_ms: dict[str, float] = defaultdict(float)  # "loop/handler"
+        self.parts_ms: dict[str, float] = defaultdict(float)  # "loop/key"
         self.episodes = 0
         self.golem_time = ""
         self.first_tick_wall: float | None = None
@@ -116,7 +117,7 @@ class LogTally:
     def state(self) -> dict[str, Any]:
         """What a later segment of the same life adds to (see ``merged``)."""
         return {"ticks": dict(self.ticks), "tick_ms": dict(self.tick_ms),
-                "gamma": dict(self.gamma), "handler_ms": dict(self.handler_ms),
+                "gamma": dict(self.gamma), "parts_ms": dict(self.parts_ms),
                 "episodes": self.episodes,
                 "golem_time": self.golem_time, "first_tick_wall": self.first_tick_wall,
                 "embedder": self.embedder, "stopped": self.stopped, "errors": self.errors}
@@ -128,8 +129,8 @@ class LogTally:
         out = cls()
         for st in states:
             out.ticks.update(st["ticks"])
-            for key in ("tick_ms", "gamma", "handler_ms"):
-                for k, v in st.get(key, {}).items():  # a state before handler_ms has none
+            for key in ("tick_ms", "gamma", "parts_ms"):
+                for k, v in st.get(key, {}).items():  # a state before parts_ms has none
                     getattr(out, key)[k] += v
             out.episodes += st["episodes"]
             out.golem_time = st["golem_time"] or out.golem_time
@@ -158,8 +159,8 @@ class LogTally:
             self.tick_ms[loop] += float(rec["duration_ms"])
             self.golem_time = str(rec.get("golem_time", self.golem_time))
             for key, value in rec.items():
-                if key.endswith(".ms"):
-                    self.handler_ms[f"{loop}/{key.removesuffix('.ms')}"] += float(value)
+                if key.endswith((".ms", "_ms")) and "." in key:
+                    self.parts_ms[f"{loop}/{key}"] += float(value)
             if loop == "gamma":
                 if self.first_tick_wall is None:
                     self.first_tick_wall = wall
@@ -399,9 +400,9 @@ def report(days: float, run: dict[str, Any], standalone: dict[str, Any],
         "stages_s": {k: round(v, 2) for k, v in stages.items()},
         "stages_s_per_golem_hour": {k: round(v / hours, 3) for k, v in stages.items()},
         "gamma_stages_s": {k: round(v, 2) for k, v in g.items()},
-        # each handler's wall time ("loop/handler"), from the tick lines' <handler>.ms
-        "handlers_s_per_golem_hour": {k: round(v / 1000 / hours, 3)
-                                      for k, v in sorted(tally.handler_ms.items())},
+        # the tick lines' timed parts ("loop/handler.ms", "loop/handler.stage_ms")
+        "tick_parts_s_per_golem_hour": {k: round(v / 1000 / hours, 3)
+                                        for k, v in sorted(tally.parts_ms.items())},
         "daemon_embedder": tally.embedder,
         "standalone": standalone,
         "captured_over_standalone": round(captured / rate, 3) if rate else None,

@@ -6,6 +6,7 @@ ticks the curator cycle. When idle or on schedule, a dream cycle (NREM replay,
 REM counterfactuals with Loop 3) followed by the working-memory rewrite. Then
 store maintenance. A failing stage is logged and the others still run; the tick
 then fails naming it, so the operator sees it in the tick log and ``golem status``.
+Each stage that ran adds its wall milliseconds to the tick's counters (``<stage>_ms``).
 
 Cursors (the last scored tick reinforced, the last dream) live in
 data/consolidation/delta.db so a restart neither repeats nor skips them.
@@ -14,6 +15,7 @@ data/consolidation/delta.db so a restart neither repeats nor skips them.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -104,6 +106,7 @@ class DeltaCycle:
         now = ctx.clock.now()
 
         async def stage(name: str, fn: Callable[[], Awaitable[Mapping[str, Any] | None]]) -> None:
+            began = time.monotonic()
             try:
                 out = await fn()
             except Exception as exc:  # one stage's failure must not starve the others
@@ -111,6 +114,8 @@ class DeltaCycle:
                 log.error("delta stage failed", stage=name, error=type(exc).__name__,
                           message=str(exc)[:300], exc_info=not isinstance(exc, GolemError))
                 return
+            finally:
+                counters[f"{name}_ms"] = round((time.monotonic() - began) * 1000.0, 3)
             for key, value in (out or {}).items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     counters[f"{name}_{key}"] = value

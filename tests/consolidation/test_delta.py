@@ -130,6 +130,10 @@ def test_delta_runs_its_stages_with_durable_cursors(tmp_path: Path, embedder: Em
     assert t2["feedback_ticks"] == 0 and out["tip2"].successful_recalls == 1
     assert t2["consolidation_new"] == 0
     assert "curator_promoted" in t2 and "delta:curator" in kinds
+    # Each stage that ran says how long it took; a stage that did not run says nothing.
+    ran = ("feedback_ms", "consolidation_ms", "dream_ms", "memory_ms", "maintenance_ms")
+    assert all(t1[key] >= 0.0 for key in ran)
+    assert "curator_ms" not in t1 and t2["curator_ms"] >= 0.0
     assert not out["dream_due_3"]  # dreamt at tick 1, every 3: next at 4
     # Tick 4: the dream ran and its cursor moved; the rewrite failed and was named.
     assert out["failed"].startswith("memory: ") and "MEMORY.md" in out["failed"]
