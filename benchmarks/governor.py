@@ -619,6 +619,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int)
     parser.add_argument("--ticks", type=int)
     args = parser.parse_args()
+    configure_logging("warning", "json", sys.stderr)  # stdout carries the JSON report
     n = args.episodes or (10_000 if args.quick else 100_000)
     n_entries = args.entries or (1000 if args.quick else ENTRIES)
     queries = args.queries or (50 if args.quick else 200)
