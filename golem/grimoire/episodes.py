@@ -47,6 +47,7 @@ from golem.grimoire.episodes_migrate import (
     current_layout,
 )
 from golem.grimoire.episodes_schema import (
+    CURIOSITY_SQL,
     FACT_COLUMNS,
     ROW_COLUMNS,
     UPDATABLE,
@@ -667,16 +668,25 @@ class EpisodeStore:
               limit: int) -> list[EpisodeFacts]:
         """What retention weighs of the episodes ``since`` would return, in its order:
         the columns and each record's curiosity, read column-wise without building any
-        Episode or parsing the records."""
+        Episode. The curiosity is read from the record in the query (CURIOSITY_SQL), so
+        the records are not returned; only a record that reading fails is read and
+        parsed here (record_curiosity), and both readings agree."""
         if not namespaces or limit < 1:
             return []
         clause = _window_clause(namespaces, observed_after, until, False)
+        columns = {c: c for c in FACT_COLUMNS if c != "record"}
         with self._vendor("window scan"):
-            table = _run(self._query().where(clause).select(list(FACT_COLUMNS))
-                         .limit(limit))
+            table = _run(self._query().where(clause)
+                         .select({**columns, "record_curiosity": CURIOSITY_SQL}).limit(limit))
             ids = [str(i) for i in table.column("id").to_pylist()]
             counts = self._replays.get(ids)
-        curiosity = [record_curiosity(r) for r in table.column("record").to_pylist()]
+            curiosity = table.column("record_curiosity").to_pylist()
+            unread = [i for i, value in zip(ids, curiosity, strict=True) if value is None]
+            parsed = {str(row["id"]): record_curiosity(str(row["record"]))
+                      for chunk in id_chunks(unread)
+                      for row in self._rows(sql_in("id", chunk), ["id", "record"], len(chunk))}
+        curiosity = [parsed[i] if value is None else float(value)
+                     for i, value in zip(ids, curiosity, strict=True)]
         out = [EpisodeFacts(i, float(at), str(cat), cur, imp, bool(ok), counts.get(i, 0))
                for i, at, cat, cur, imp, ok in zip(
                    ids, table.column("observed_at").to_pylist(),

@@ -713,6 +713,30 @@ def test_facts_are_the_window_s_episodes_as_retention_weighs_them(
     assert store.facts(["main"], start, start + 1e6, 0) == []
 
 
+def test_facts_read_a_record_of_another_key_order_in_full(tmp_path: Path,
+                                                          sig: ModelSignature) -> None:
+    """A record whose curiosity is not followed by a comma (a writer that did not sort its
+    keys) cannot be read by the query's fast reading; facts parses that one in full."""
+    rng = np.random.default_rng(7)
+    path = tmp_path / "ep"
+    store = open_store(path, sig)
+    episodes = [dataclasses.replace(make_episode(i), curiosity=0.1 * i) for i in range(6)]
+    store.upsert(episodes, unit(rng, len(episodes)))
+    odd = episodes[4]
+    dataset = lance.dataset(str(next(path.glob("episodes-*.lance"))))
+    record = json.loads(dataset.to_table(filter=f"id = '{odd.id}'")["record"][0].as_py())
+    curiosity = record.pop("curiosity")
+    reordered = json.dumps({**record, "curiosity": curiosity}, separators=(",", ":"))
+    assert reordered.endswith(f'"curiosity":{curiosity}}}')
+    dataset.update({"record": "'" + reordered.replace("'", "''") + "'"},
+                   where=f"id = '{odd.id}'")
+    store.close()
+    store = open_store(path, sig)
+    facts = store.facts(["main"], -1e18, 1e18, 100)
+    assert [f.curiosity for f in facts] == pytest.approx([0.1 * i for i in range(6)])
+    assert store.get([odd.id])[0].curiosity == pytest.approx(0.4)
+
+
 def test_index_trains_on_a_store_of_repeated_vectors(tmp_path: Path,
                                                       sig: ModelSignature) -> None:
     """An old golem's store repeats itself (the same rendering, the same vector). Past 256
