@@ -682,9 +682,9 @@ class EpisodeStore:
             counts = self._replays.get(ids)
             curiosity = table.column("record_curiosity").to_pylist()
             unread = [i for i, value in zip(ids, curiosity, strict=True) if value is None]
-            parsed = {str(row["id"]): record_curiosity(str(row["record"]))
-                      for chunk in id_chunks(unread)
-                      for row in self._rows(sql_in("id", chunk), ["id", "record"], len(chunk))}
+            records = [row for chunk in id_chunks(unread)
+                       for row in self._rows(sql_in("id", chunk), ["id", "record"], len(chunk))]
+        parsed = {str(row["id"]): record_curiosity(str(row["record"])) for row in records}
         curiosity = [parsed[i] if value is None else float(value)
                      for i, value in zip(ids, curiosity, strict=True)]
         out = [EpisodeFacts(i, float(at), str(cat), cur, imp, bool(ok), counts.get(i, 0))
