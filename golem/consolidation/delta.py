@@ -34,6 +34,7 @@ from golem.grimoire.grimoire import Grimoire
 from golem.grimoire.records import EntryType, FactKind, Status
 from golem.runtime.handlers import TickContext, TickCounters
 from golem.runtime.state import StateStore, connect_durable, durable_write
+from golem.runtime.stopwatch import ms_since
 
 from .curator import CuratorParams
 from .curator_cycle import CuratorCycle
@@ -106,7 +107,7 @@ class DeltaCycle:
         now = ctx.clock.now()
 
         async def stage(name: str, fn: Callable[[], Awaitable[Mapping[str, Any] | None]]) -> None:
-            began = time.monotonic()
+            began = time.perf_counter()
             try:
                 out = await fn()
             except Exception as exc:  # one stage's failure must not starve the others
@@ -115,7 +116,7 @@ class DeltaCycle:
                           message=str(exc)[:300], exc_info=not isinstance(exc, GolemError))
                 return
             finally:
-                counters[f"{name}_ms"] = round((time.monotonic() - began) * 1000.0, 3)
+                counters[f"{name}_ms"] = ms_since(began)
             for key, value in (out or {}).items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     counters[f"{name}_{key}"] = value

@@ -27,6 +27,7 @@ from golem.runtime.clock import Clock
 from golem.runtime.handlers import TickContext, TickHandler
 from golem.runtime.schedule import NextTick, backoff_delay, plan_next, slot_time
 from golem.runtime.state import ErrorRecord, LoopCounters
+from golem.runtime.stopwatch import ms_since
 
 log = structlog.get_logger("golem.loop")
 
@@ -198,7 +199,7 @@ class TickLoop:
             with self._clock.deadline(deadline) as golem_scope:
                 try:
                     for handler in self._handlers:
-                        began = time.monotonic()
+                        began = time.perf_counter()
                         result = await handler(ctx)
                         for key, value in (result or {}).items():
                             self._counters_out[f"{handler.name}.{key}"] = value
@@ -225,8 +226,8 @@ class TickLoop:
         """The tick line's ``<handler>.ms``: the wall milliseconds the handler took this
         tick (handlers sharing a name add up); a handler that raised has none."""
         key = f"{name}.ms"
-        took = (time.monotonic() - began) * 1000.0
-        self._counters_out[key] = round(float(self._counters_out.get(key, 0.0)) + took, 3)
+        self._counters_out[key] = round(float(self._counters_out.get(key, 0.0))
+                                        + ms_since(began), 2)
 
     def _record(self, tick: int, outcome: str, duration_ms: float,
                 failure: BaseException | None) -> ErrorRecord | None:
