@@ -327,14 +327,17 @@ class ConsolidationSection:
     # failure_horizon_days, salient or cited ones after salient_horizon_days; past
     # max_episodes the least useful consolidated ones go first: protected ones past
     # protected_share of the cap (never a live fact's evidence), then unprotected ones.
-    # Every retention_every Delta ticks, at most retention_max_per_run at a time.
+    # Past the cap they go down to 90% of it (retention.RetentionParams.low_water), so
+    # the next full scan waits until the store is full again. Every retention_every
+    # Delta ticks, at most retention_max_per_run at a time (above a tenth of
+    # max_episodes, or every check past the cap scans every episode).
     episode_horizon_days: float = field(default=14.0, metadata=_check(gt=0, le=36_500))
     failure_horizon_days: float = field(default=60.0, metadata=_check(gt=0, le=36_500))
     salient_horizon_days: float = field(default=90.0, metadata=_check(gt=0, le=36_500))
     max_episodes: int = field(default=100_000, metadata=_check(ge=1_000, le=10**9))
     protected_share: float = field(default=0.5, metadata=_check(ge=0, le=1))
     retention_every: int = field(default=6, metadata=_check(ge=1, le=100_000))
-    retention_max_per_run: int = field(default=5_000, metadata=_check(ge=1, le=10**7))
+    retention_max_per_run: int = field(default=20_000, metadata=_check(ge=1, le=10**7))
     # With cognition.provider = "anthropic": the cheap tier summarises clusters into
     # staged insights, tidies recent entries, writes MEMORY.md and judges Loop 3
     # counterfactuals, each run bounded by model_max_run_usd (and the spend caps).

@@ -49,7 +49,7 @@ class RetentionParams:
     max_episodes: int = 100_000  # the cap on the store (this namespace)
     low_water: float = 0.9  # past the cap, evict down to this share of it (fewer full scans)
     protected_share: float = 0.5  # past the cap, protection holds for this share of it
-    max_per_run: int = 5_000  # deletions per run at most
+    max_per_run: int = 20_000  # deletions per run at most (above the low-water gap)
     surprise_weight: float = 0.6  # utility: as replay.ReplayParams
     need_half_life_s: float = 7 * DAY_S
 

@@ -556,13 +556,7 @@ class Grimoire(KnowledgeMaintenance):
         if not wanted:
             return []
 
-        def drop() -> list[str]:
-            own = [e.id for e in self._episodes.get(wanted) if e.namespace == self.namespace]
-            if own:
-                self._episodes.delete(own)
-            return own
-
-        gone = await self._store(drop)
+        gone = await self._store(self._episodes.delete_owned, wanted, self.namespace)
         if gone:
             log.info("episodes forgotten", count=len(gone), namespace=self.namespace,
                      reason=reason, first=gone[0])

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golem.cognition.journal import DecisionJournal, JournalReader
+from golem.config import ConsolidationSection
 from golem.consolidation import retention as rt
 from golem.consolidation.retention_cycle import EpisodeRetention, episode_ids
 from golem.events import EventBus, GrimoireForget
@@ -164,6 +165,18 @@ def test_at_most_max_per_run_go_and_the_rest_are_deferred() -> None:
     episodes = [facts(i, 20 + i) for i in range(10)]
     plan = rt.plan(episodes, NOW, rt.RetentionParams(max_per_run=4), rt.Keep())
     assert ids(plan) == ["e9", "e8", "e7", "e6"] and plan.deferred == 6
+
+
+def test_by_default_one_run_past_the_cap_reaches_the_low_water() -> None:
+    """The per-run bound must not cut the eviction to low water short: then every check
+    past the cap scans every episode again (5,000 a run at a cap of 100,000 did)."""
+    cons = ConsolidationSection()
+    for params in (rt.RetentionParams(),
+                   rt.RetentionParams(max_episodes=cons.max_episodes,
+                                      max_per_run=cons.retention_max_per_run)):
+        gap = params.max_episodes - int(params.max_episodes * params.low_water)
+        arrivals = 5_000  # two golem hours of the default market, past the cap
+        assert params.max_per_run >= gap + arrivals
 
 
 def test_params_are_validated() -> None:

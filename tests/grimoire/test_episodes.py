@@ -562,6 +562,24 @@ def test_update_delete_and_maintenance(tmp_path: Path, sig: ModelSignature) -> N
     assert store.count(["main"]) == 5 and store.count(["other"]) == 0 and store.count([]) == 0
 
 
+def test_delete_owned_deletes_only_the_namespaces_own_ids_in_the_order_asked(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    """Retention's delete: across id chunks, others' and unknown ids stay, and a deleted
+    id's replay count goes with it (captured again, it starts from 0)."""
+    store = open_store(tmp_path / "ep", sig)
+    mine = [make_episode(i) for i in range(1_205)]
+    theirs = make_episode(5_000, namespace="other")
+    store.upsert([*mine, theirs], unit(np.random.default_rng(3), len(mine) + 1))
+    store.increment_replay([mine[1_100].id])
+    asked = [mine[1_100].id, theirs.id, "missing", *(e.id for e in mine[:1_000]), mine[0].id]
+    gone = store.delete_owned(asked, "main")
+    assert gone == [mine[1_100].id, *(e.id for e in mine[:1_000])]
+    assert store.count(["main"]) == 204 and store.count(["other"]) == 1
+    assert store.delete_owned([theirs.id], "main") == [] and store.delete_owned([], "main") == []
+    store.upsert([mine[1_100]], unit(np.random.default_rng(4), 1))
+    assert store.get([mine[1_100].id])[0].replay_count == 0
+
+
 def test_optimize_bounds_the_versions_it_keeps_by_count(tmp_path: Path,
                                                         sig: ModelSignature) -> None:
     """Versions younger than the age bound still go once more than ``max_versions`` are
