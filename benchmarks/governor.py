@@ -21,7 +21,15 @@ share and tokens per decision over a simulated run.
    the escalated episode) in full, the live state, the same system text and tools, no
    budget, no cache_control; counted with the server's ceil(chars / 4) per element.
 
+3. ``--golem CONFIG``: part 1 only, on a copy of a golem's own memory (its config's
+   data dir: the episode store and grimoire.db, copied, never opened in place), as that
+   golem left it: the rows written since the last fold (in small fragments, not yet in
+   the indexes) and the rows retention deleted, still in their files. Then the store's
+   own fold (``Grimoire.optimize``, what the daemon's maintenance runs) and part 1 again.
+   The escalated episodes are the store's newest; now is just after the newest.
+
     .venv/bin/python benchmarks/governor.py [--quick] [--episodes 100000] [--ticks 200]
+    .venv/bin/python benchmarks/governor.py --golem path/to/bardo.toml [--queries 200]
 
 Prints one JSON object.
 """
@@ -29,9 +37,11 @@ Prints one JSON object.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 import random
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -610,8 +620,69 @@ def summary_tokens(values: Sequence[float]) -> dict[str, float]:
             "mean": round(float(arr.mean()), 1)}
 
 
+def store_shape(grimoire: Grimoire) -> dict[str, Any]:
+    """The episode store's physical state, as a fold sees it (rows no index holds yet,
+    deleted rows still in their files, index segments)."""
+    import lance  # noqa: PLC0415 - pylance, as the store's fold uses it
+
+    table = grimoire.data_dir / EPISODES_DIR
+    dataset = lance.dataset(str(next(table.glob("*.lance"))))
+    fragments = dataset.get_fragments()
+    indices = {i.name: i for i in dataset.describe_indices()}
+    text = indices.get("text_idx")
+    indexed = {int(f) for seg in (text.segments if text else []) for f in seg.fragment_ids}
+    physical = sum(f.metadata.physical_rows for f in fragments)
+    return {"rows": dataset.count_rows(), "fragments": len(fragments),
+            "rows_deleted_in_files": physical - dataset.count_rows(),
+            "rows_in_no_text_index": sum(f.count_rows() for f in fragments
+                                         if f.fragment_id not in indexed),
+            "index_segments": {name: len(i.segments) for name, i in indices.items()
+                               if name in ("text_idx", "vector_idx")}}
+
+
+def golem_store(config_path: Path, queries: int) -> dict[str, Any]:
+    """Part 1 on a copy of a golem's memory, as found and after the store's own fold."""
+    config = load_config(config_path)
+    source = config.data_dir
+    result: dict[str, Any] = {"benchmark": "governor", "python": sys.version.split()[0],
+                              "golem_data_dir": str(source), "namespace": config.golem.name}
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = Path(tmp) / "data"
+        data_dir.mkdir(mode=0o700)
+        shutil.copytree(source / EPISODES_DIR, data_dir / EPISODES_DIR)
+        shutil.copy2(source / SEMANTIC_FILE, data_dir / SEMANTIC_FILE)
+        copied = dataclasses.replace(config, golem=dataclasses.replace(config.golem,
+                                                                       data_dir=data_dir))
+
+        async def run() -> dict[str, Any]:
+            clock = [0.0]
+            grimoire = await Grimoire.open(copied, now=lambda: clock[0], embedder=embedder())
+            try:
+                snap = await grimoire.retention_snapshot(until=lambda _total: 1e15,
+                                                         limit=2**31 - 1, fact_statuses=())
+                clock[0] = max(e.observed_at for e in snap.episodes) + 60.0
+                newest = [e.id for e in snap.episodes[-500:]]
+                episodes = {e.id: e for e in await grimoire.episodes_by_ids(newest)}
+                out: dict[str, Any] = {"as_found": {"store": store_shape(grimoire)}}
+                out["as_found"]["assembly"] = await measure_assembly(grimoire, episodes,
+                                                                     queries)
+                await grimoire.optimize()
+                out["after_fold"] = {"store": store_shape(grimoire)}
+                out["after_fold"]["assembly"] = await measure_assembly(grimoire, episodes,
+                                                                       queries)
+                return out
+            finally:
+                await grimoire.close()
+
+        result.update(anyio.run(run, backend_options={"use_uvloop": True}))
+    result["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--golem", type=Path, metavar="CONFIG",
+                        help="part 1 on a copy of this golem's memory (its bardo.toml)")
     parser.add_argument("--quick", action="store_true",
                         help="10k episodes, 1k entries, 50 queries, 20 Theta ticks")
     parser.add_argument("--episodes", type=int)
@@ -620,6 +691,9 @@ def main() -> int:
     parser.add_argument("--ticks", type=int)
     args = parser.parse_args()
     configure_logging("warning", "json", sys.stderr)  # stdout carries the JSON report
+    if args.golem is not None:
+        print(json.dumps(golem_store(args.golem, args.queries or 200)))
+        return 0
     n = args.episodes or (10_000 if args.quick else 100_000)
     n_entries = args.entries or (1000 if args.quick else ENTRIES)
     queries = args.queries or (50 if args.quick else 200)
