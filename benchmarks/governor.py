@@ -644,6 +644,9 @@ def golem_store(config_path: Path, queries: int) -> dict[str, Any]:
     """Part 1 on a copy of a golem's memory, as found and after the store's own fold."""
     config = load_config(config_path)
     source = config.data_dir
+    if not (source / EPISODES_DIR).is_dir() or not (source / SEMANTIC_FILE).is_file():
+        raise SystemExit(f"--golem: {source} holds no golem memory ({EPISODES_DIR}/ and "
+                         f"{SEMANTIC_FILE}); run the golem first")
     result: dict[str, Any] = {"benchmark": "governor", "python": sys.version.split()[0],
                               "golem_data_dir": str(source), "namespace": config.golem.name}
     with tempfile.TemporaryDirectory() as tmp:
@@ -660,6 +663,8 @@ def golem_store(config_path: Path, queries: int) -> dict[str, Any]:
             try:
                 snap = await grimoire.retention_snapshot(until=lambda _total: 1e15,
                                                          limit=2**31 - 1, fact_statuses=())
+                if not snap.episodes:
+                    raise SystemExit(f"--golem: {source} holds no episodes")
                 clock[0] = max(e.observed_at for e in snap.episodes) + 60.0
                 newest = [e.id for e in snap.episodes[-500:]]
                 episodes = {e.id: e for e in await grimoire.episodes_by_ids(newest)}
