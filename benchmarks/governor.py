@@ -72,6 +72,7 @@ from golem.governor.governor import (
 )
 from golem.governor.policy import ContextPolicy
 from golem.governor.workspace import Candidate
+from golem.grimoire import episodes_layout as layout
 from golem.grimoire.grimoire import EPISODES_DIR, SEMANTIC_FILE, Grimoire
 from golem.grimoire.recall import Hit, RecallResult
 from golem.grimoire.records import EntryType, Episode, MemoryType, SemanticEntry
@@ -625,11 +626,13 @@ def store_shape(grimoire: Grimoire) -> dict[str, Any]:
     deleted rows still in their files, index segments)."""
     import lance  # noqa: PLC0415 - pylance, as the store's fold uses it
 
-    table = grimoire.data_dir / EPISODES_DIR
-    dataset = lance.dataset(str(next(table.glob("*.lance"))))
+    directory = grimoire.data_dir / EPISODES_DIR
+    meta = layout.read_meta(directory)
+    assert meta is not None, f"{directory} has no live table"
+    dataset = lance.dataset(str(layout.table_dir(directory, meta.table)))
     fragments = dataset.get_fragments()
     indices = {i.name: i for i in dataset.describe_indices()}
-    text = indices.get("text_idx")
+    text = indices.get(layout.TEXT_INDEX)
     indexed = {int(f) for seg in (text.segments if text else []) for f in seg.fragment_ids}
     physical = sum(f.metadata.physical_rows for f in fragments)
     return {"rows": dataset.count_rows(), "fragments": len(fragments),
@@ -637,7 +640,7 @@ def store_shape(grimoire: Grimoire) -> dict[str, Any]:
             "rows_in_no_text_index": sum(f.count_rows() for f in fragments
                                          if f.fragment_id not in indexed),
             "index_segments": {name: len(i.segments) for name, i in indices.items()
-                               if name in ("text_idx", "vector_idx")}}
+                               if name in (layout.TEXT_INDEX, layout.VECTOR_INDEX)}}
 
 
 def golem_store(config_path: Path, queries: int) -> dict[str, Any]:
