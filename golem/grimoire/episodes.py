@@ -102,9 +102,17 @@ TOO_FEW_CLUSTERS = "non-empty clusters"
 COMPACT_ROWS = 20_000
 MAX_SMALL_FRAGMENTS = 16
 # A fold adds the new rows to the text index as a segment of their own; the fold that
-# finds this many merges them all into one (merging into one segment at every fold
-# rewrote the whole text index each time).
+# finds this many merges the newer ones into one (merging into one segment at every fold
+# rewrote the whole text index each time). The oldest, largest segment joins them only
+# once they hold TEXT_BASE_SHARE of its rows: merging into it rewrites the whole text
+# index (1.2 s at the cap of 100k), the newer ones alone take ~0.1 s.
 MAX_TEXT_SEGMENTS = 8
+TEXT_BASE_SHARE = 0.25
+# A fold merges the rows the vector index does not hold into it once there are this many:
+# the merge rewrites the whole index (~0.2 s at the cap, plus ~0.07 s per 1,000 rows),
+# while a dense search compares the rows it does not hold exactly (~1 ms more per 1,000
+# at the cap). benchmarks/README.md, eighteenth session.
+VECTOR_FOLD_ROWS = 3000
 # newest_hits: windows back from the golem's now, each four times the last (10 golem
 # minutes to ~114 days, then all), and the times one window's scan may bring.
 NEWEST_WINDOWS_S: tuple[float | None, ...] = (*(600.0 * 4 ** i for i in range(8)), None)
@@ -732,7 +740,7 @@ class EpisodeStore:
         with self._write_lock, self._vendor("index build"):
             text_index = self._table.index_stats(FTS_INDEX)
             if text_index is not None and text_index.num_unindexed_rows > FTS_REFRESH_ROWS:
-                self._optimize(older_than_s, max_versions)
+                self._optimize(older_than_s, max_versions, VECTOR_FOLD_ROWS)
                 did = True
             rows = int(self._table.count_rows())
             trained = self._meta.index_rows
@@ -780,38 +788,42 @@ class EpisodeStore:
 
     def optimize(self, older_than_s: float = 3600.0, *,
                  max_versions: int | None = None) -> dict[str, Any]:
-        """Compact fragments, fold new rows into the indexes, drop versions older than
-        ``older_than_s``, all but the newest ``max_versions`` versions (None: no count
-        bound) and leftover ``.tmp*`` files, then reconnect. Returns before/after stats.
-        Raises ValueError on a negative age or a count below 1."""
+        """Compact fragments, fold every new row into the indexes (the vector index too,
+        whatever VECTOR_FOLD_ROWS), drop versions older than ``older_than_s``, all but the
+        newest ``max_versions`` versions (None: no count bound) and leftover ``.tmp*``
+        files, then reconnect. Returns before/after stats. Raises ValueError on a
+        negative age or a count below 1."""
         if not older_than_s >= 0:
             raise ValueError(f"older_than_s: must be >= 0, got {older_than_s}")
         if max_versions is not None and max_versions < 1:
             raise ValueError(f"max_versions: must be >= 1, got {max_versions}")
         with self._write_lock:
-            report = self._optimize(older_than_s, max_versions)
+            report = self._optimize(older_than_s, max_versions, 1)
             self.reconnect()
         return report
 
-    def _optimize(self, older_than_s: float, max_versions: int | None) -> dict[str, Any]:
+    def _optimize(self, older_than_s: float, max_versions: int | None,
+                  vector_rows: int) -> dict[str, Any]:
         with self._write_lock, self._vendor("optimize"):
             before = self._stats()
             started = time.perf_counter()
             swept = layout.sweep_orphans(self.directory, self._meta.table)
-            self._fold(timedelta(seconds=older_than_s), max_versions)
+            self._fold(timedelta(seconds=older_than_s), max_versions, vector_rows)
             after = self._stats()
         return {"before": before, "after": after, "orphans_removed": len(swept),
                 "seconds": round(time.perf_counter() - started, 3)}
 
-    def _fold(self, age: timedelta, max_versions: int | None) -> None:
+    def _fold(self, age: timedelta, max_versions: int | None, vector_rows: int) -> None:
         """Compact the new fragments (past MAX_SMALL_FRAGMENTS small ones, every fragment
         toward COMPACT_ROWS, deleted rows removed); merge rows no index holds yet into the
-        newest segment of every index but the text index (the vector index gains no
-        delta segment and is not retrained), and into a new text index segment (past
-        MAX_TEXT_SEGMENTS, all of them into one); drop versions older than ``age`` or
-        beyond the newest ``max_versions``, and files no version uses (we hold the only
-        writer). Through pylance: lancedb's optimize() sets neither the compaction target
-        nor the merge, and adds a vector segment on every call."""
+        newest segment of the scalar indexes, and of the vector index once ``vector_rows``
+        wait for it (it gains no delta segment and is not retrained);
+        add them to the text index as a new segment (with MAX_TEXT_SEGMENTS, the newer
+        segments merged into one, and into the oldest too once they hold TEXT_BASE_SHARE
+        of its rows); drop versions older than ``age`` or beyond the newest
+        ``max_versions``, and files no version uses (we hold the only writer). Through
+        pylance: lancedb's optimize() sets neither the compaction target nor the merge,
+        and adds a vector segment on every call."""
         import lance  # noqa: PLC0415 - pylance (~21 MB) only where a fold needs it
 
         index_mb, metadata_mb = self._cache_mb
@@ -835,14 +847,15 @@ class EpisodeStore:
             dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS,
                                            materialize_deletions=False,
                                            excluded_fragment_ids=sorted(folded))
-        others = [i.name for i in indexes if i.name != FTS_INDEX]
+        vector = self._table.index_stats(layout.VECTOR_INDEX)
+        others = [i.name for i in indexes if i.name != FTS_INDEX and (
+            i.name != layout.VECTOR_INDEX
+            or vector is None or vector.num_unindexed_rows >= vector_rows)]
         if others:
             dataset.optimize.optimize_indices(num_indices_to_merge=1, index_names=others)
         if text:
-            segments = len(text[0].segments)
-            dataset.optimize.optimize_indices(
-                num_indices_to_merge=segments if segments >= MAX_TEXT_SEGMENTS else 0,
-                index_names=[FTS_INDEX])
+            dataset.optimize.optimize_indices(num_indices_to_merge=_text_merge(dataset),
+                                              index_names=[FTS_INDEX])
         dataset.cleanup_old_versions(older_than=age, delete_unverified=True)
         if max_versions is not None:
             # given both, lance keeps a version that either bound would keep
@@ -906,6 +919,21 @@ class EpisodeStore:
     def _set_meta(self, meta: layout.StoreMeta) -> None:
         layout.write_meta(self.directory, meta)
         self._meta = meta
+
+
+def _text_merge(dataset: Any) -> int:
+    """How many of the text index's newest segments a fold merges with its new rows: none
+    (a segment of their own) below MAX_TEXT_SEGMENTS; then all but the oldest, or all
+    once the others hold TEXT_BASE_SHARE of the oldest's rows (or the oldest is not the
+    largest)."""
+    segments = next(i.segments for i in dataset.describe_indices() if i.name == FTS_INDEX)
+    if len(segments) < MAX_TEXT_SEGMENTS:
+        return 0
+    rows = {f.fragment_id: f.metadata.physical_rows for f in dataset.get_fragments()}
+    oldest, *newer = (sum(rows.get(int(i), 0) for i in s.fragment_ids) for s in segments)
+    if max(newer) > oldest or sum(newer) >= TEXT_BASE_SHARE * oldest:
+        return len(segments)
+    return len(segments) - 1
 
 
 def vector_index(rows: int, partitions: int, *, max_iterations: int = IVF_MAX_ITERATIONS,

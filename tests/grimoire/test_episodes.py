@@ -23,6 +23,8 @@ from golem.grimoire.episodes import (
     MAX_SMALL_FRAGMENTS,
     MAX_TEXT_SEGMENTS,
     MAX_VECTOR_SEGMENTS,
+    TEXT_BASE_SHARE,
+    VECTOR_FOLD_ROWS,
     EpisodeStore,
 )
 from golem.grimoire.errors import (
@@ -92,23 +94,38 @@ def test_round_trip_keeps_every_field(tmp_path: Path, sig: ModelSignature,
 
 def test_folds_merge_new_rows_into_the_index_without_new_segments(
         tmp_path: Path, sig: ModelSignature) -> None:
-    """Gamma appends in small batches; every fold (optimize) compacts them and merges them
-    into the newest index segment, so the vector index stays one segment and is not
-    retrained for its segments (lancedb's own optimize added one segment a fold)."""
+    """Gamma appends in small batches; maintenance folds them once the text index lacks
+    more than FTS_REFRESH_ROWS, and merges them into the newest vector index segment once
+    VECTOR_FOLD_ROWS wait, so the index stays one segment and is not retrained for its
+    segments (lancedb's own optimize added one segment a fold). Until then a dense search
+    compares them exactly; an explicit optimize() folds them all."""
     rng = np.random.default_rng(23)
     store = open_store(tmp_path / "ep", sig, index_min_rows=300)
     centres = unit(rng, 8)
-    store.upsert([make_episode(i) for i in range(3000)], clustered(rng, 3000, centres))
+    # trained on enough rows that the ~3,000 written after call for no retraining
+    store.upsert([make_episode(i) for i in range(16_000)], clustered(rng, 16_000, centres))
     assert store.maybe_build_index() is True
-    for fold in range(4):
-        for batch in range(5):  # small appends, like Gamma's ticks
-            first = 3000 + fold * 100 + batch * 20
-            store.upsert([make_episode(i) for i in range(first, first + 20)],
-                         clustered(rng, 20, centres))
-        report = store.optimize()
-        assert report["after"]["vector_index_segments"] == 1
-        assert report["after"]["rows"] == 3100 + fold * 100
-        assert report["after"]["fragments"] < report["before"]["fragments"]
+    written, waiting = 16_000, []
+    for _ in range(3):
+        for size in (200, 200, 200, 200, 201):  # small appends, like Gamma's commits
+            store.upsert([make_episode(i) for i in range(written, written + size)],
+                         clustered(rng, size, centres))
+            written += size
+        assert store.maybe_build_index() is True
+        assert layout.vector_segments(store._table) == 1
+        assert store._table.index_stats(layout.TEXT_INDEX).num_unindexed_rows == 0
+        waiting.append(store._table.index_stats(layout.VECTOR_INDEX).num_unindexed_rows)
+        fresh = store.vectors([make_episode(written - 3).id])
+        (vector,) = fresh.values()
+        assert [e.id for e, _ in store.search_vector(vector, 1, ["main"])] == list(fresh)
+    assert waiting == [1001, 2002, 0]  # merged once VECTOR_FOLD_ROWS waited
+    assert 2002 < VECTOR_FOLD_ROWS <= 3003
+    store.upsert([make_episode(i) for i in range(written, written + 50)],
+                 clustered(rng, 50, centres))
+    report = store.optimize()
+    assert store._table.index_stats(layout.VECTOR_INDEX).num_unindexed_rows == 0
+    assert report["after"]["vector_index_segments"] == 1
+    assert report["after"]["rows"] == written + 50
 
 
 def test_a_fold_rewrites_no_folded_fragment_until_small_ones_pile_up(
@@ -157,6 +174,47 @@ def test_a_fold_rewrites_no_folded_fragment_until_small_ones_pile_up(
     assert not set(folded) & set(after) and len(after) <= 2  # compacted, the new row aside
     assert all(physical == live for physical, live in after.values())  # deleted rows gone
     assert sum(live for _, live in after.values()) == store.count() == written + 1 - 400
+
+
+def test_a_fold_merges_the_newer_text_segments_and_the_oldest_only_past_its_share(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    """With MAX_TEXT_SEGMENTS segments a fold merges the newer ones into one and leaves the
+    oldest (the whole text index) as it is, until the newer ones hold TEXT_BASE_SHARE of
+    its rows; then all become one. Every row stays findable by its words."""
+    rng = np.random.default_rng(25)
+    path = tmp_path / "ep"
+    store = open_store(path, sig, index_min_rows=10**6)
+    store.upsert([make_episode(i) for i in range(4000)], unit(rng, 4000))
+    store.optimize()
+
+    def text_segments() -> list[str]:
+        dataset = lance.dataset(str(next(path.glob("episodes-*.lance"))))
+        index = next(i for i in dataset.describe_indices() if i.name == layout.TEXT_INDEX)
+        return [segment.uuid for segment in index.segments]
+
+    # the table's empty first segment and the 4,000 rows' as one, as after a full merge
+    lance.dataset(str(next(path.glob("episodes-*.lance")))).optimize.optimize_indices(
+        num_indices_to_merge=len(text_segments()), index_names=[layout.TEXT_INDEX])
+    store.reconnect()
+    (base,) = text_segments()
+    written, counts = 4000, []
+    while len(counts) < 40:
+        store.upsert([make_episode(i, text=f"Swap {i} sealed by seal{written}x")
+                      for i in range(written, written + 60)], unit(rng, 60))
+        written += 60
+        store.optimize()
+        segments = text_segments()
+        counts.append(len(segments))
+        assert len(store.search_text(f"seal{written - 60}x", 100, ["main"])) == 60
+        if len(segments) == 1:
+            break
+        assert segments[0] == base  # the oldest segment is not rewritten
+    # 1 + 7 new segments, then the newer merged into one (420 rows, 10% of the base's),
+    # ... until the newer ones hold a quarter of the base's 4,000 rows: all into one
+    assert counts[:8] == [2, 3, 4, 5, 6, 7, 8, 2]
+    assert counts[-1] == 1 and (written - 4000) >= TEXT_BASE_SHARE * 4000
+    assert (written - 4000 - 60) < TEXT_BASE_SHARE * 4000 + 7 * 60
+    assert store.search_text("seal4000x", 100, ["main"])
 
 
 def test_replays_are_counted_beside_the_table_not_in_its_rows(
