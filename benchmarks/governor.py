@@ -632,13 +632,19 @@ def store_shape(grimoire: Grimoire) -> dict[str, Any]:
     dataset = lance.dataset(str(layout.table_dir(directory, meta.table)))
     fragments = dataset.get_fragments()
     indices = {i.name: i for i in dataset.describe_indices()}
-    text = indices.get(layout.TEXT_INDEX)
-    indexed = {int(f) for seg in (text.segments if text else []) for f in seg.fragment_ids}
     physical = sum(f.metadata.physical_rows for f in fragments)
+
+    def outside(name: str) -> int:
+        """Live rows in fragments the index ``name`` does not cover."""
+        index = indices.get(name)
+        covered = {int(f) for seg in (index.segments if index else [])
+                   for f in seg.fragment_ids}
+        return sum(f.count_rows() for f in fragments if f.fragment_id not in covered)
+
     return {"rows": dataset.count_rows(), "fragments": len(fragments),
             "rows_deleted_in_files": physical - dataset.count_rows(),
-            "rows_in_no_text_index": sum(f.count_rows() for f in fragments
-                                         if f.fragment_id not in indexed),
+            "rows_in_no_text_index": outside(layout.TEXT_INDEX),
+            "rows_in_no_vector_index": outside(layout.VECTOR_INDEX),
             "index_segments": {name: len(i.segments) for name, i in indices.items()
                                if name in (layout.TEXT_INDEX, layout.VECTOR_INDEX)}}
 
