@@ -105,13 +105,13 @@ MAX_SMALL_FRAGMENTS = 16
 # finds this many merges the newer ones into one (merging into one segment at every fold
 # rewrote the whole text index each time). The oldest, largest segment joins them only
 # once they hold TEXT_BASE_SHARE of its rows: merging into it rewrites the whole text
-# index (1.2 s at the cap of 100k), the newer ones alone take ~0.1 s.
+# index, the newer ones alone are a small part of it.
 MAX_TEXT_SEGMENTS = 8
 TEXT_BASE_SHARE = 0.25
-# A fold merges the rows the vector index does not hold into it once there are this many:
-# the merge rewrites the whole index (~0.2 s at the cap, plus ~0.07 s per 1,000 rows),
-# while a dense search compares the rows it does not hold exactly (~1 ms more per 1,000
-# at the cap). benchmarks/README.md, eighteenth session.
+# Maintenance merges the rows the vector index does not hold into it once this many
+# wait: any merge rewrites the whole index, while a dense search compares the rows it
+# does not hold exactly, a cost that grows with them (benchmarks/README.md, eighteenth
+# session, has both).
 VECTOR_FOLD_ROWS = 3000
 # newest_hits: windows back from the golem's now, each four times the last (10 golem
 # minutes to ~114 days, then all), and the times one window's scan may bring.
@@ -817,13 +817,13 @@ class EpisodeStore:
         """Compact the new fragments (past MAX_SMALL_FRAGMENTS small ones, every fragment
         toward COMPACT_ROWS, deleted rows removed); merge rows no index holds yet into the
         newest segment of the scalar indexes, and of the vector index once ``vector_rows``
-        wait for it (it gains no delta segment and is not retrained);
-        add them to the text index as a new segment (with MAX_TEXT_SEGMENTS, the newer
-        segments merged into one, and into the oldest too once they hold TEXT_BASE_SHARE
-        of its rows); drop versions older than ``age`` or beyond the newest
-        ``max_versions``, and files no version uses (we hold the only writer). Through
-        pylance: lancedb's optimize() sets neither the compaction target nor the merge,
-        and adds a vector segment on every call."""
+        wait for it (it gains no delta segment and is not retrained); add them to the
+        text index as a new segment (with MAX_TEXT_SEGMENTS, the newer segments merged
+        into one, and into the oldest too once they hold TEXT_BASE_SHARE of its rows);
+        drop versions older than ``age`` or beyond the newest ``max_versions``, and files
+        no version uses (we hold the only writer). Through pylance: lancedb's optimize()
+        sets neither the compaction target nor the merge, and adds a vector segment on
+        every call."""
         import lance  # noqa: PLC0415 - pylance (~21 MB) only where a fold needs it
 
         index_mb, metadata_mb = self._cache_mb
