@@ -17,10 +17,14 @@ chain, offline cognition) on a fresh data dir and reports:
   golem hour, keyed "loop/field": each handler's (``delta/delta.ms``: consolidation and
   the store's maintenance) and its stages' (``delta/delta.consolidation_ms``,
   ``delta/delta.maintenance_ms``, ``theta/theta-decision.assemble_ms``, ...);
-- ``cpu_s``: the daemon's CPU seconds (user + system, every thread): on shared cores
-  the wall time swings with other work, its CPU time much less;
-- ``rss_mb``: the daemon's peak (VmHWM) and steady RSS (median and max of the samples of
-  the second half of the run, one a second);
+- ``cpu_s``: the daemon's CPU seconds (user + system, every thread, and its finished
+  child processes': the store's folds): on shared cores the wall time swings with other
+  work, its CPU time much less;
+- ``rss_mb``: the golem's peak and steady RSS (median and max of the samples of the
+  second half of the run, one a second), the daemon's and its child processes' (a
+  fold's) together: the peak is the larger of the daemon's VmHWM and the largest such
+  sum sampled; ``steady_anon_median``: the daemon's anonymous memory alone (RssAnon),
+  the part no file backs (the rest is mostly the libraries' code);
 - ``standalone``: the same model and settings embedding a sample of the stored episode
   texts in this process after the run, in the calls capture made (one per Gamma tick);
   ``captured_over_standalone`` is the run's captured events per wall second over that
@@ -188,13 +192,32 @@ SEGMENTS_FILE = "segments.json"
 RSS_EVERY_S = 10  # RSS samples kept for the life's steady state (one a second are read)
 
 
+def _tree_rss_kb(pid: int) -> int | None:
+    """VmRSS of a process and of its descendants (None once the process is gone)."""
+    own = _rss_kb(pid, "VmRSS")
+    if own is None:
+        return None
+    return own + sum(_tree_rss_kb(child) or 0 for child in _children(pid))
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            found += [int(c) for c in task.read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
 def _cpu_s(pid: int) -> float | None:
-    """A process's user + system CPU seconds so far (every thread)."""
+    """A process's user + system CPU seconds so far (every thread), with those of the
+    children it has waited for (the store's folds)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def _die_with_parent() -> None:
@@ -224,6 +247,7 @@ def run_golem(config: Path, days: float, directory: Path,
     killed mid-life loses at most 30 s of accounting and resumes with --resume."""
     tally = LogTally()
     rss: list[tuple[float, int]] = []
+    anon: list[tuple[float, int]] = []
     peak = 0
     cpu = 0.0
     log_path = directory / f"golem.{len(before)}.log"
@@ -236,6 +260,7 @@ def run_golem(config: Path, days: float, directory: Path,
     def segment(now: float, done: bool) -> dict[str, Any]:
         return {"wall": now, "cpu": cpu, "tally": tally.state(), "rss_peak_kb": peak,
                 "rss": [(round(offset + t, 1), kb) for t, kb in rss[::RSS_EVERY_S]],
+                "rss_anon": [(round(offset + t, 1), kb) for t, kb in anon[::RSS_EVERY_S]],
                 "load_start": round(load, 2), "load_end": round(os.getloadavg()[0], 2),
                 "done": done, "returncode": proc.returncode}
 
@@ -256,11 +281,14 @@ def run_golem(config: Path, days: float, directory: Path,
                 tally.line(raw, now)
             if done:
                 break
-            kb = _rss_kb(proc.pid, "VmRSS")
-            peak = max(peak, _rss_kb(proc.pid, "VmHWM") or 0)
+            kb = _tree_rss_kb(proc.pid)
+            own_anon = _rss_kb(proc.pid, "RssAnon")
+            peak = max(peak, _rss_kb(proc.pid, "VmHWM") or 0, kb or 0)
             cpu = _cpu_s(proc.pid) or cpu
             if kb is not None:
                 rss.append((now, kb))
+            if own_anon is not None:
+                anon.append((now, own_anon))
             if time.perf_counter() - last_note >= 30:
                 last_note = time.perf_counter()
                 save_segments(directory, [*before, segment(now, False)])
@@ -283,13 +311,17 @@ def life(segments: list[dict[str, Any]]) -> dict[str, Any]:
     wall = sum(seg["wall"] for seg in segments)
     samples = [(t, kb) for seg in segments for t, kb in seg["rss"]]
     second_half = [kb for t, kb in samples if t >= wall / 2] or [kb for _, kb in samples]
+    anon = [(t, kb) for seg in segments for t, kb in seg.get("rss_anon", [])]
+    anon_half = [kb for t, kb in anon if t >= wall / 2] or [kb for _, kb in anon]
     return {"wall": wall, "cpu": sum(seg["cpu"] for seg in segments),
             "tally": LogTally.merged([seg["tally"] for seg in segments]),
             "rss_mb": {"peak": round(max(seg["rss_peak_kb"] for seg in segments) / 1024, 1),
                        "steady_median": round(statistics.median(second_half) / 1024, 1)
                        if second_half else None,
                        "steady_max": round(max(second_half) / 1024, 1) if second_half
-                       else None, "samples": len(samples)},
+                       else None, "samples": len(samples),
+                       "steady_anon_median": round(statistics.median(anon_half) / 1024, 1)
+                       if anon_half else None},
             "segments": [{"wall_s": round(seg["wall"], 1), "cpu_s": round(seg["cpu"], 1),
                           "reached": seg["tally"]["golem_time"],
                           "startup_s": seg["tally"]["first_tick_wall"],

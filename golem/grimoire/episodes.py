@@ -39,6 +39,7 @@ from lancedb.table import AsyncTable
 
 from golem.config import GrimoireSection
 from golem.grimoire import episodes_layout as layout
+from golem.grimoire.episodes_fold import FoldSpec, fold_in_child
 from golem.grimoire.episodes_migrate import (
     EmbedFn,
     ProgressFn,
@@ -94,20 +95,6 @@ FTS_REFRESH_ROWS = 1000
 RERANK_UP_TO = 100
 # LanceDB's k-means error when the sample holds fewer distinct vectors than partitions
 TOO_FEW_CLUSTERS = "non-empty clusters"
-# A fold compacts only the fragments written since the last one (a fragment each Gamma
-# commit; no index holds them yet) and leaves deleted rows in their files. Once more
-# than MAX_SMALL_FRAGMENTS folded fragments hold fewer than COMPACT_ROWS rows, it
-# compacts toward COMPACT_ROWS and rewrites fragments that have a tenth of their rows
-# deleted; bigger fragments are not rewritten otherwise, so no fold rewrites the table.
-COMPACT_ROWS = 20_000
-MAX_SMALL_FRAGMENTS = 16
-# A fold adds the new rows to the text index as a segment of their own; the fold that
-# finds this many merges the newer ones into one (merging into one segment at every fold
-# rewrote the whole text index each time). The oldest, largest segment joins them only
-# once they hold TEXT_BASE_SHARE of its rows: merging into it rewrites the whole text
-# index, the newer ones alone are a small part of it.
-MAX_TEXT_SEGMENTS = 8
-TEXT_BASE_SHARE = 0.25
 # Maintenance merges the rows the vector index does not hold into it once this many
 # wait: any merge rewrites the whole index, while a dense search compares the rows it
 # does not hold exactly, a cost that grows with them (benchmarks/README.md, eighteenth
@@ -814,52 +801,19 @@ class EpisodeStore:
                 "seconds": round(time.perf_counter() - started, 3)}
 
     def _fold(self, age: timedelta, max_versions: int | None, vector_rows: int) -> None:
-        """Compact the new fragments (past MAX_SMALL_FRAGMENTS small ones, every fragment
-        toward COMPACT_ROWS, deleted rows removed); merge rows no index holds yet into the
-        newest segment of the scalar indexes, and of the vector index once ``vector_rows``
-        wait for it (it gains no delta segment and is not retrained); add them to the
-        text index as a new segment (with MAX_TEXT_SEGMENTS, the newer segments merged
-        into one, and into the oldest too once they hold TEXT_BASE_SHARE of its rows);
-        drop versions older than ``age`` or beyond the newest ``max_versions``, and files
-        no version uses (we hold the only writer). Through pylance: lancedb's optimize()
-        sets neither the compaction target nor the merge, and adds a vector segment on
-        every call."""
-        import lance  # noqa: PLC0415 - pylance (~21 MB) only where a fold needs it
-
+        """One fold (episodes_fold.fold, in a child process): new fragments compacted, new
+        rows into the indexes, the vector index's once ``vector_rows`` wait for it (it
+        gains no delta segment and is not retrained); versions older than ``age`` or
+        beyond the newest ``max_versions`` dropped. Raises FoldFailed (the caller maps
+        it) when the child does not commit."""
         index_mb, metadata_mb = self._cache_mb
-        dataset = lance.dataset(str(layout.table_dir(self.directory, self._meta.table)),
-                                index_cache_size_bytes=index_mb << 20,
-                                metadata_cache_size_bytes=metadata_mb << 20)
-        # each step moves ``dataset`` to the version it commits
-        indexes = dataset.describe_indices()
-        text = [i for i in indexes if i.name == FTS_INDEX]
-        # Compacting every fragment at every fold rewrote the newest folded one (still
-        # below COMPACT_ROWS) and any with a tenth deleted (retention deletes ~2,000 an
-        # hour at the cap), and remapped the indexes for them. The text index holds
-        # every fragment but the new ones.
-        folded = {int(i) for index in text for segment in index.segments
-                  for i in segment.fragment_ids}
-        small = sum(f.fragment_id in folded and f.metadata.physical_rows < COMPACT_ROWS
-                    for f in dataset.get_fragments())
-        if small > MAX_SMALL_FRAGMENTS:
-            dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS)
-        else:
-            dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS,
-                                           materialize_deletions=False,
-                                           excluded_fragment_ids=sorted(folded))
         vector = self._table.index_stats(layout.VECTOR_INDEX)
-        others = [i.name for i in indexes if i.name != FTS_INDEX and (
-            i.name != layout.VECTOR_INDEX
-            or vector is None or vector.num_unindexed_rows >= vector_rows)]
-        if others:
-            dataset.optimize.optimize_indices(num_indices_to_merge=1, index_names=others)
-        if text:
-            dataset.optimize.optimize_indices(num_indices_to_merge=_text_merge(dataset),
-                                              index_names=[FTS_INDEX])
-        dataset.cleanup_old_versions(older_than=age, delete_unverified=True)
-        if max_versions is not None:
-            # given both, lance keeps a version that either bound would keep
-            dataset.cleanup_old_versions(retain_versions=max_versions, delete_unverified=True)
+        fold_in_child(FoldSpec(
+            table_dir=str(layout.table_dir(self.directory, self._meta.table)),
+            index_cache_mb=index_mb, metadata_cache_mb=metadata_mb,
+            older_than_s=age.total_seconds(), max_versions=max_versions,
+            vector_index=layout.VECTOR_INDEX,
+            fold_vector=vector is None or vector.num_unindexed_rows >= vector_rows))
         self._table.checkout_latest()
 
     def reembed(self, embed_fn: EmbedFn, batch_size: int = 256, *,
@@ -919,21 +873,6 @@ class EpisodeStore:
     def _set_meta(self, meta: layout.StoreMeta) -> None:
         layout.write_meta(self.directory, meta)
         self._meta = meta
-
-
-def _text_merge(dataset: Any) -> int:
-    """How many of the text index's newest segments a fold merges with its new rows: none
-    (a segment of their own) below MAX_TEXT_SEGMENTS; then all but the oldest, or all
-    once the others hold TEXT_BASE_SHARE of the oldest's rows (or the oldest is not the
-    largest)."""
-    segments = next(i.segments for i in dataset.describe_indices() if i.name == FTS_INDEX)
-    if len(segments) < MAX_TEXT_SEGMENTS:
-        return 0
-    rows = {f.fragment_id: f.metadata.physical_rows for f in dataset.get_fragments()}
-    oldest, *newer = (sum(rows.get(int(i), 0) for i in s.fragment_ids) for s in segments)
-    if max(newer) > oldest or sum(newer) >= TEXT_BASE_SHARE * oldest:
-        return len(segments)
-    return len(segments) - 1
 
 
 def vector_index(rows: int, partitions: int, *, max_iterations: int = IVF_MAX_ITERATIONS,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from golem.grimoire import episodes_fold
 from golem.grimoire.errors import StoreCorrupt
 from golem.grimoire.memory_file import fsync_dir
 from golem.grimoire.signature import ModelSignature
@@ -37,7 +38,7 @@ INDEX_KIND = "ivf_rq4_target_size"
 TABLE_PREFIX = "episodes-"
 TABLE_SUFFIX = ".lance"
 VECTOR_INDEX = "vector_idx"  # LanceDB's default name for the index on "vector"
-TEXT_INDEX = "text_idx"  # LanceDB's default name for the index on "text"
+TEXT_INDEX = episodes_fold.TEXT_INDEX  # the fold's child process names it too
 
 
 @dataclass(frozen=True)

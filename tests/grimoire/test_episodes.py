@@ -19,14 +19,8 @@ from hypothesis import strategies as st
 
 from golem.grimoire import episodes_layout as layout
 from golem.grimoire.embedder import Embedder
-from golem.grimoire.episodes import (
-    MAX_SMALL_FRAGMENTS,
-    MAX_TEXT_SEGMENTS,
-    MAX_VECTOR_SEGMENTS,
-    TEXT_BASE_SHARE,
-    VECTOR_FOLD_ROWS,
-    EpisodeStore,
-)
+from golem.grimoire.episodes import MAX_VECTOR_SEGMENTS, VECTOR_FOLD_ROWS, EpisodeStore
+from golem.grimoire.episodes_fold import MAX_SMALL_FRAGMENTS, MAX_TEXT_SEGMENTS, TEXT_BASE_SHARE
 from golem.grimoire.errors import (
     GrimoireError,
     InvalidMemory,

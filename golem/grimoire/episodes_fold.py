@@ -1,0 +1,174 @@
+"""A fold of the episode table, run in a child process of its own.
+
+A fold compacts the fragments written since the last one, merges their rows into the
+indexes and drops old versions. lancedb's ``optimize()`` sets neither the compaction
+target nor which index segments merge, so a fold goes through pylance, a second copy
+of the Lance engine: loaded into the daemon, its code stayed mapped there (the RSS it
+cost is in benchmarks/README.md, nineteenth session) for a job of well under a second
+every ~30 golem minutes. The child takes it along when it exits.
+
+This module imports only the standard library at the top (pylance inside ``fold``), so
+the child starts without the golem package: ``python -P episodes_fold.py SPEC_JSON``.
+
+Contract of ``fold_in_child``: it returns once the child has committed the fold, or
+raises FoldFailed with the child's last error line; the table is then at a committed
+version (Lance commits atomically; files of an unfinished commit are orphans that the
+store sweeps). The caller must hold the table's only writer for the duration. The child
+dies with its parent (Linux), so a killed daemon never leaves a fold writing, and
+leaves SIGTERM and SIGINT to it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+from datetime import timedelta
+from typing import Any
+
+TEXT_INDEX = "text_idx"  # LanceDB's default name for the index on "text"
+# A fold compacts only the fragments written since the last one (a fragment each Gamma
+# commit; no index holds them yet) and leaves deleted rows in their files. Once more
+# than MAX_SMALL_FRAGMENTS folded fragments hold fewer than COMPACT_ROWS rows, it
+# compacts toward COMPACT_ROWS and rewrites fragments that have a tenth of their rows
+# deleted; bigger fragments are not rewritten otherwise, so no fold rewrites the table.
+COMPACT_ROWS = 20_000
+MAX_SMALL_FRAGMENTS = 16
+# A fold adds the new rows to the text index as a segment of their own; the fold that
+# finds this many merges the newer ones into one (merging into one segment at every fold
+# rewrote the whole text index each time). The oldest, largest segment joins them only
+# once they hold TEXT_BASE_SHARE of its rows: merging into it rewrites the whole text
+# index, the newer ones alone are a small part of it.
+MAX_TEXT_SEGMENTS = 8
+TEXT_BASE_SHARE = 0.25
+PR_SET_PDEATHSIG = 1  # prctl option, from linux/prctl.h
+
+
+class FoldFailed(RuntimeError):
+    """The child did not commit the fold (its last error line is the message)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FoldSpec:
+    """What one fold does. ``vector_index``: the vector index's name, merged only when
+    ``fold_vector``; ``max_versions`` None: no count bound on the versions kept."""
+
+    table_dir: str
+    index_cache_mb: int
+    metadata_cache_mb: int
+    older_than_s: float
+    max_versions: int | None
+    vector_index: str
+    fold_vector: bool
+
+
+def fold_in_child(spec: FoldSpec) -> None:
+    """Run ``fold(spec)`` in a child Python and wait for it (see the module's contract)."""
+    done = subprocess.run(
+        # -P: not the script's folder first on sys.path, whose modules (requests.py...)
+        # would shadow the libraries'
+        [sys.executable, "-P", __file__, json.dumps({**dataclasses.asdict(spec),
+                                                     "parent": os.getpid()})],
+        capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        raise FoldFailed(lines[-1].strip() if lines else
+                         f"the fold's process exited {done.returncode} without a message")
+
+
+def fold(spec: FoldSpec) -> None:
+    """Compact the new fragments (past MAX_SMALL_FRAGMENTS small ones, every fragment
+    toward COMPACT_ROWS, deleted rows removed); merge rows no index holds yet into the
+    newest segment of the scalar indexes, and of the vector index when the spec says
+    (it gains no delta segment and is not retrained); add them to the text index as a
+    new segment (with MAX_TEXT_SEGMENTS, the newer segments merged into one, and into
+    the oldest too once they hold TEXT_BASE_SHARE of its rows); drop versions older than
+    ``older_than_s`` or beyond the newest ``max_versions``, and files no version uses
+    (the caller holds the only writer). Vendor errors propagate."""
+    import lance  # noqa: PLC0415 - only the child loads pylance
+
+    dataset = lance.dataset(spec.table_dir,
+                            index_cache_size_bytes=spec.index_cache_mb << 20,
+                            metadata_cache_size_bytes=spec.metadata_cache_mb << 20)
+    # each step moves ``dataset`` to the version it commits
+    indexes = dataset.describe_indices()
+    text = [i for i in indexes if i.name == TEXT_INDEX]
+    # Compacting every fragment at every fold rewrote the newest folded one (still
+    # below COMPACT_ROWS) and any with a tenth deleted (retention deletes ~2,000 an
+    # hour at the cap), and remapped the indexes for them. The text index holds
+    # every fragment but the new ones.
+    folded = {int(i) for index in text for segment in index.segments
+              for i in segment.fragment_ids}
+    small = sum(f.fragment_id in folded and f.metadata.physical_rows < COMPACT_ROWS
+                for f in dataset.get_fragments())
+    if small > MAX_SMALL_FRAGMENTS:
+        dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS)
+    else:
+        dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_ROWS,
+                                       materialize_deletions=False,
+                                       excluded_fragment_ids=sorted(folded))
+    others = [i.name for i in indexes if i.name != TEXT_INDEX and (
+        i.name != spec.vector_index or spec.fold_vector)]
+    if others:
+        dataset.optimize.optimize_indices(num_indices_to_merge=1, index_names=others)
+    if text:
+        dataset.optimize.optimize_indices(num_indices_to_merge=text_merge(dataset),
+                                          index_names=[TEXT_INDEX])
+    age = timedelta(seconds=spec.older_than_s)
+    dataset.cleanup_old_versions(older_than=age, delete_unverified=True)
+    if spec.max_versions is not None:
+        # given both, lance keeps a version that either bound would keep
+        dataset.cleanup_old_versions(retain_versions=spec.max_versions,
+                                     delete_unverified=True)
+
+
+def text_merge(dataset: Any) -> int:
+    """How many of the text index's newest segments a fold merges with its new rows: none
+    (a segment of their own) below MAX_TEXT_SEGMENTS; then all but the oldest, or all
+    once the others hold TEXT_BASE_SHARE of the oldest's rows (or the oldest is not the
+    largest)."""
+    segments = next(i.segments for i in dataset.describe_indices() if i.name == TEXT_INDEX)
+    if len(segments) < MAX_TEXT_SEGMENTS:
+        return 0
+    rows = {f.fragment_id: f.metadata.physical_rows for f in dataset.get_fragments()}
+    oldest, *newer = (sum(rows.get(int(i), 0) for i in s.fragment_ids) for s in segments)
+    if max(newer) > oldest or sum(newer) >= TEXT_BASE_SHARE * oldest:
+        return len(segments)
+    return len(segments) - 1
+
+
+def _bind_to_parent(parent: int) -> None:
+    """Be killed when the parent dies (Linux), and exit now if it already has. SIGTERM
+    and SIGINT are the parent's to act on (systemd and a terminal send them to the
+    whole group): its shutdown waits for the fold, which a signal would cut short."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        raise SystemExit("the golem that asked for this fold is gone; nothing folded")
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        sys.stderr.write("usage: episodes_fold.py SPEC_JSON (the episode store runs this)\n")
+        return 2
+    fields = json.loads(argv[0])
+    _bind_to_parent(int(fields.pop("parent")))
+    try:
+        fold(FoldSpec(**fields))
+    except Exception as exc:  # one line for the parent's error; the trace adds nothing
+        text = str(exc).strip().splitlines()
+        sys.stderr.write(f"{type(exc).__name__}: {text[0] if text else ''}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

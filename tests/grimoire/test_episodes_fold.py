@@ -1,0 +1,171 @@
+"""The fold's child process: pylance stays out of the golem, failures are our errors,
+and the child never outlives the process that asked for the fold."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from golem.grimoire import episodes_fold
+from golem.grimoire.episodes import EpisodeStore
+from golem.grimoire.episodes_fold import FoldFailed, FoldSpec, fold_in_child
+from golem.grimoire.errors import GrimoireError
+from golem.grimoire.signature import ModelSignature
+
+from .test_episodes import make_episode, unit
+
+SIG = ModelSignature(model="fold-test-model", version="a" * 64, dim=8, preprocess="b" * 64)
+REPO = Path(__file__).resolve().parents[2]
+
+# Written to a file and run by a fresh interpreter: the test process itself has pylance
+# loaded (other tests read datasets with it).
+WRITE_AND_FOLD = """
+import json, sys
+import numpy as np
+from golem.grimoire import episodes_layout as layout
+from golem.grimoire.episodes import EpisodeStore
+from golem.grimoire.records import Episode, Pad, Provenance, Source, episode_id
+from golem.grimoire.signature import ModelSignature
+
+def episode(i):
+    block = f"0x{i:064x}"
+    return Episode(id=episode_id(1, block, 0), namespace="main", chain_id=1,
+                   block_number=i, block_hash=block, log_index=0, tx_hash=block, tick=i,
+                   observed_at=1_700_000_000.0 + i, category="swap", protocol="uniswap_v3",
+                   text=f"Swap {i} WETH for USDC", payload={}, curiosity=0.1,
+                   importance=None, pad=Pad(0.0, 0.0, 0.0),
+                   provenance=Provenance(source=Source.SELF, author="main", process="gamma"))
+
+sig = ModelSignature(**json.loads(sys.argv[2]))
+store = EpisodeStore.open(sys.argv[1], sig, index_min_rows=100)
+rng = np.random.default_rng(5)
+for start in range(0, 400, 50):  # small commits, as Gamma's
+    vectors = rng.standard_normal((50, sig.dim)).astype(np.float32)
+    store.upsert([episode(i) for i in range(start, start + 50)], vectors)
+before = layout.table_stats(store._table, layout.table_dir(store.directory,
+                                                           store._meta.table))
+report = store.optimize()
+text = store._table.index_stats(layout.TEXT_INDEX)
+with open("/proc/self/maps") as maps:  # pylance's engine, mapped or not
+    mapped = any("/lance/lance" in line for line in maps)
+print(json.dumps({"lance_loaded": "lance" in sys.modules or mapped, "before": before,
+                  "after": report["after"],
+                  "text_unindexed": text.num_unindexed_rows,
+                  "found": [e.id for e, _ in store.search_text("Swap 123 WETH", 1, ["main"])],
+                  "wanted": episode(123).id}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_a_fold_commits_without_loading_pylance_into_the_golem(tmp_path: Path) -> None:
+    script = tmp_path / "fold_once.py"
+    script.write_text(WRITE_AND_FOLD)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "ep"), json.dumps(dataclasses.asdict(SIG))],
+        capture_output=True, text=True, cwd=REPO, check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["lance_loaded"] is False
+    assert result["before"]["fragments"] == 8
+    assert result["after"]["fragments"] == 1  # the child compacted them
+    assert result["after"]["rows"] == 400
+    assert result["text_unindexed"] == 0  # ... and folded them into the text index
+    assert result["found"] == [result["wanted"]]
+
+
+def spec(table_dir: Path) -> FoldSpec:
+    return FoldSpec(table_dir=str(table_dir), index_cache_mb=8, metadata_cache_mb=8,
+                    older_than_s=0.0, max_versions=None, vector_index="vector_idx",
+                    fold_vector=True)
+
+
+def test_a_fold_that_fails_raises_with_the_childs_reason(tmp_path: Path) -> None:
+    with pytest.raises(FoldFailed, match=r"not found|does not exist|No such") as caught:
+        fold_in_child(spec(tmp_path / "missing.lance"))
+    assert "\n" not in str(caught.value)  # one line, no traceback
+
+
+def test_the_store_reports_a_failed_fold_as_its_own_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the store: a fold whose child fails (here its interpreter cannot start) is
+    a GrimoireError naming the store, and the store stays usable."""
+    store = EpisodeStore.open(tmp_path / "ep", SIG, index_min_rows=10_000)
+    store.upsert([make_episode(i) for i in range(20)], unit(np.random.default_rng(3), 20, 8))
+    with monkeypatch.context() as env:
+        env.setenv("PYTHONHOME", str(tmp_path / "no-python-here"))
+        with pytest.raises(GrimoireError, match=r"episode store .*: optimize failed: \S"):
+            store.optimize()
+    assert store.count() == 20
+    assert store.optimize()["after"]["rows"] == 20
+
+
+def test_the_child_refuses_to_fold_for_a_parent_that_is_gone(tmp_path: Path) -> None:
+    fields = {**dataclasses.asdict(spec(tmp_path / "ep.lance")), "parent": 1}
+    done = subprocess.run([sys.executable, "-P", episodes_fold.__file__, json.dumps(fields)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode != 0
+    assert "the golem that asked for this fold is gone; nothing folded" in done.stderr
+
+
+KEEPER = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1]], stdout=subprocess.PIPE, text=True)
+print(child.pid, child.stdout.readline().strip(), flush=True)
+time.sleep(120)
+"""
+CHILD = """
+import os, sys, time
+sys.path.append({folder!r})
+import episodes_fold
+episodes_fold._bind_to_parent(os.getppid())
+print("armed", flush=True)
+time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the death signal is Linux's")
+def test_the_child_dies_with_the_golem_and_leaves_sigterm_to_it(tmp_path: Path) -> None:
+    """A SIGKILLed golem must not leave a fold writing to its store (a second writer
+    once the golem starts again); a SIGTERM for the whole group (systemd's stop) must
+    not cut a fold short while the golem's shutdown waits for it."""
+    child_code = CHILD.format(folder=str(Path(episodes_fold.__file__).parent))
+    keeper = subprocess.Popen([sys.executable, "-c", KEEPER, child_code],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert keeper.stdout is not None
+        pid_text, armed = keeper.stdout.readline().split()
+        child = int(pid_text)
+        assert armed == "armed" and _alive(child)
+        os.kill(child, signal.SIGTERM)
+        os.kill(child, signal.SIGINT)
+        time.sleep(0.3)
+        assert _alive(child)
+        keeper.send_signal(signal.SIGKILL)
+        keeper.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child)
+    finally:
+        keeper.kill()
+        keeper.wait()
+        if keeper.stdout is not None:
+            keeper.stdout.close()
