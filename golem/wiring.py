@@ -151,7 +151,6 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
     from golem.chain.market import load_market  # noqa: PLC0415
     from golem.chain.names import Names, market_names  # noqa: PLC0415
     from golem.chain.options import market_options  # noqa: PLC0415
-    from golem.chain.rpc import open_reader  # noqa: PLC0415
     from golem.chain.source import SimulatedSource  # noqa: PLC0415
     from golem.chain.watch import WatchList  # noqa: PLC0415
     from golem.gamma.capture import COMMIT_EVERY_AT_MAX_SPEED, GammaCapture  # noqa: PLC0415
@@ -168,6 +167,8 @@ async def _setup_capture(ctx: SetupContext, stack: AsyncExitStack,
                                first_block=source.first_block,
                                names=market_names(source.market))
     else:
+        from golem.chain.rpc import open_reader  # noqa: PLC0415 - aiohttp, websockets
+
         rpc = chain.rpc
         reader = open_reader(rpc.url, rpc.timeout_s, WatchList.build(rpc.addresses, rpc.events))
         stack.push_async_callback(reader.aclose)

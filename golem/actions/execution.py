@@ -32,7 +32,6 @@ from golem.chain.evm import ChainError
 from golem.chain.fees import PIPS
 from golem.chain.market import load_market
 from golem.chain.names import market_names
-from golem.chain.rpc_evm import NodeEvm
 from golem.chain.transactions import DirectChain, TxChain, preflight
 from golem.grimoire.payloads import OUTCOME_CATEGORY, outcome_payload, outcome_text
 from golem.grimoire.records import Episode, Provenance
@@ -316,6 +315,8 @@ def open_rpc_executor(config: Config, cage: Cage, grimoire: Grimoire, *,
     if why:
         log.info("actions are recorded only, not executed", why=why)
         return None
+    from golem.chain.rpc_evm import NodeEvm  # noqa: PLC0415 - web3 (~11 MB) only over RPC
+
     market = load_market(Path(acts.market_file))
     wallet = open_wallet(acts.key_file, config.data_dir, simulated=False, seed=0, environ=environ)
     evm = NodeEvm(rpc.url, rpc.timeout_s, chain_id=rpc.chain_id)

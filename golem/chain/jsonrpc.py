@@ -21,24 +21,8 @@ import aiohttp
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
 
-from golem.errors import EXIT_TEMPFAIL, GolemError
+from golem.chain.rpc_errors import RpcError, RpcRefused
 from golem.redact import redact_url
-
-
-class RpcError(GolemError):
-    """The node could not be asked or answered nonsense: transient, back off and retry."""
-
-    exit_code = EXIT_TEMPFAIL
-
-
-class RpcRefused(RpcError):
-    """The node answered with a JSON-RPC error object."""
-
-    def __init__(self, method: str, code: int, message: str) -> None:
-        super().__init__(f"{method}: node error {code}: {message}")
-        self.code = code
-        self.node_message = message
-
 
 Call = tuple[str, Sequence[Any]]
 

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio.to_thread
 
 from golem.chain.decoding import MalformedLog, RawLog
-from golem.chain.jsonrpc import RpcError, RpcRefused
 from golem.chain.reorg import Header
+from golem.chain.rpc_errors import RpcError, RpcRefused
 from golem.chain.watch import WatchList
 
 if TYPE_CHECKING:

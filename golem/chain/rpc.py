@@ -23,7 +23,7 @@ from typing import Any
 import structlog
 
 from golem.chain.decoding import MalformedLog, RawLog
-from golem.chain.jsonrpc import HttpRpc, RpcError, RpcRefused, WsRpc
+from golem.chain.jsonrpc import HttpRpc, WsRpc
 from golem.chain.reader import (
     FailedTx,
     LogRangeRefused,
@@ -36,6 +36,7 @@ from golem.chain.reader import (
     watched_txs,
 )
 from golem.chain.reorg import Header
+from golem.chain.rpc_errors import RpcError, RpcRefused
 from golem.chain.watch import WatchList
 
 log = structlog.get_logger("golem.chain.rpc")

@@ -46,12 +46,12 @@ from golem.chain.backoff import Backoff
 from golem.chain.cursor import CaptureStore
 from golem.chain.decoding import DecodedEvent, MalformedLog, RawLog, decode
 from golem.chain.follower import Captured, ChainFollower, Idle, Rewound
-from golem.chain.jsonrpc import RpcError
 from golem.chain.names import Names
 from golem.chain.ranges import RangeRefusedError
 from golem.chain.reader import ChainReader
 from golem.chain.render import TokenMeta, render
 from golem.chain.reorg import BlockWindow, DeepReorgError
+from golem.chain.rpc_errors import RpcError
 from golem.chain.source import SimulatedSource
 from golem.chain.tokens import TokenDirectory
 from golem.chain.watch import WatchList
