@@ -52,12 +52,10 @@ Prints one JSON object; progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import random
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -220,10 +218,13 @@ def _cpu_s(pid: int) -> float | None:
     return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def _die_with_parent() -> None:
-    """In the child: SIGKILL it when the benchmark dies (a killed session must not leave
-    a golem running unmeasured)."""
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+# Run in place of `golem run`: asks for SIGKILL when the benchmark dies (a killed session
+# must not leave a golem running unmeasured; PR_SET_PDEATHSIG is prctl option 1), then
+# execs the golem. A launcher, not preexec_fn: this process has lancedb loaded, whose
+# fork handler warns of a possible deadlock when Python runs between fork and exec.
+DIE_WITH_PARENT = ("import ctypes, os, signal, sys; "
+                   "ctypes.CDLL('libc.so.6', use_errno=True).prctl(1, signal.SIGKILL); "
+                   "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
 
 
 def load_segments(directory: Path) -> list[dict[str, Any]]:
@@ -266,10 +267,9 @@ def run_golem(config: Path, days: float, directory: Path,
 
     with log_path.open("w") as out, log_path.open() as reader:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "golem", "run", "--config", str(config),
-             "--stop-at", f"{round(days * 86400)}s"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env,
-            preexec_fn=_die_with_parent)  # noqa: PLW1509 - prctl only, no locks taken
+            [sys.executable, "-c", DIE_WITH_PARENT, "-m", "golem", "run", "--config",
+             str(config), "--stop-at", f"{round(days * 86400)}s"],
+            stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
         pending = ""
         while True:
             done = proc.poll() is not None
