@@ -84,7 +84,8 @@ async def setup(ctx: SetupContext, stack: AsyncExitStack) -> None:
         from golem.consolidation.delta import open_delta  # noqa: PLC0415
 
         learning: TickHandler = await open_delta(
-            ctx.config, grimoire, maintenance, stack, ctx.events, model=model)
+            ctx.config, grimoire, maintenance, stack, ctx.events, model=model,
+            prepare=maintenance.prepare)
     else:
         learning = maintenance
     ctx.registry.register("delta", WhileAlive(learning, keeper))

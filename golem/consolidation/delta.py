@@ -95,6 +95,9 @@ class DeltaCycle:
     cursors: Cursors
     assist: ModelAssist | None = None  # the engine's model pass; its counters join ours
     retention: EpisodeRetention | None = None
+    # run first in each tick, so that maintenance's slow start overlaps the stages before
+    # it (GrimoireMaintenance.prepare: a due fold's process starts)
+    prepare: Callable[[], Awaitable[Mapping[str, Any]]] | None = None
     idle_new_episodes: int = 50  # fewer new episodes than this in a tick counts as idle
     name: str = "delta"
 
@@ -121,6 +124,8 @@ class DeltaCycle:
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     counters[f"{name}_{key}"] = value
 
+        if self.prepare is not None:
+            await stage("prepare", self.prepare)
         await stage("feedback", self._feedback)
         new_episodes = 0
 
@@ -202,10 +207,13 @@ def _mandate(config: Config) -> str:
 async def open_delta(config: Config, grimoire: Grimoire,
                      maintenance: Callable[[TickContext], Awaitable[TickCounters | None]],
                      stack: AsyncExitStack, events: EventBus | None = None, *,
-                     model: ModelCognition | None = None) -> DeltaCycle:
+                     model: ModelCognition | None = None,
+                     prepare: Callable[[], Awaitable[Mapping[str, Any]]] | None = None,
+                     ) -> DeltaCycle:
     """Build Delta's stages from config; their files close with ``stack``. ``model`` (the
     one Theta uses, same ledger): consolidation, the MEMORY.md rewrite and Loop 3 consult
-    its cheap tier; None: they run without one, and nothing pretends otherwise."""
+    its cheap tier; None: they run without one, and nothing pretends otherwise.
+    ``prepare``: maintenance's first step, run at the start of each tick."""
     cons = config.consolidation
     model = model if cons.model_assist else None
     state_dir = config.data_dir / STATE_DIR
@@ -254,7 +262,8 @@ async def open_delta(config: Config, grimoire: Grimoire,
                                  quarantine_confidence=grimoire.cfg.quarantine_confidence,
                                  forget=cons.forgetting),
                              at_random=cons.forget_at_random, seed=config.golem.seed),
-        dreams=dreams, memory=memory, maintenance=maintenance, cursors=cursors, assist=assist,
+        dreams=dreams, memory=memory, maintenance=maintenance, prepare=prepare,
+        cursors=cursors, assist=assist,
         retention=None if not cons.forgetting else EpisodeRetention(
             grimoire, cursor=engine.cursor, journal=JournalReader(journal_path),
             every=cons.retention_every, params=RetentionParams(

@@ -39,7 +39,7 @@ from lancedb.table import AsyncTable
 
 from golem.config import GrimoireSection
 from golem.grimoire import episodes_layout as layout
-from golem.grimoire.episodes_fold import FoldSpec, fold_in_child
+from golem.grimoire.episodes_fold import FoldChild, FoldSpec
 from golem.grimoire.episodes_migrate import (
     EmbedFn,
     ProgressFn,
@@ -124,6 +124,7 @@ class EpisodeStore:
         self._write_lock = threading.RLock()
         self._namespaces: set[str] | None = None  # stored namespaces, read on first search
         self._written = 0  # rows appended since the meta's written_since_index was saved
+        self._standby: FoldChild | None = None  # started by prepare_fold for the next fold
         # Before any layout upgrade: that copy writes the replay_count column as 0.
         self._replays = ReplayCounts.open(directory, self._legacy_replay_counts)
 
@@ -199,7 +200,10 @@ class EpisodeStore:
                 "with `golem restore`") from None
 
     def close(self) -> None:
-        """Close the replay counts' SQLite file (LanceDB holds no handle to release)."""
+        """Close the replay counts' SQLite file (LanceDB holds no handle to release) and let
+        a fold's child started for a fold that never came exit."""
+        with self._write_lock:
+            self._release_standby()
         self._replays.close()
 
     def reconnect(self) -> None:
@@ -747,9 +751,29 @@ class EpisodeStore:
             elif self._written and trained is not None:  # before training, nothing to count
                 self._set_meta(dataclasses.replace(self._meta, written_since_index=written))
             self._written = 0
+            self._release_standby()  # started for a fold that turned out not to be due
             if did:
                 self.reconnect()
         return did
+
+    def prepare_fold(self) -> bool:
+        """When maybe_build_index would fold now, start the fold's child already, so that
+        it loads pylance while the caller does other work (episodes_fold.FoldChild); the
+        next fold uses it, and maybe_build_index lets it go if none came. Returns whether
+        one was started."""
+        self._require_match()
+        with self._write_lock, self._vendor("fold preparation"):
+            text_index = self._table.index_stats(FTS_INDEX)
+            if self._standby is not None or text_index is None \
+                    or text_index.num_unindexed_rows <= FTS_REFRESH_ROWS:
+                return False
+            self._standby = FoldChild()
+        return True
+
+    def _release_standby(self) -> None:
+        child, self._standby = self._standby, None
+        if child is not None:
+            child.release()
 
     def _train_vector_index(self, rows: int) -> None:
         """Train the IVF_RQ index with about sqrt(rows) partitions. When k-means cannot form
@@ -801,14 +825,16 @@ class EpisodeStore:
                 "seconds": round(time.perf_counter() - started, 3)}
 
     def _fold(self, age: timedelta, max_versions: int | None, vector_rows: int) -> None:
-        """One fold (episodes_fold.fold, in a child process): new fragments compacted, new
+        """One fold (episodes_fold.fold, in a child process: prepare_fold's, if it started
+        one): new fragments compacted, new
         rows into the indexes, the vector index's once ``vector_rows`` wait for it (it
         gains no delta segment and is not retrained); versions older than ``age`` or
         beyond the newest ``max_versions`` dropped. Raises FoldFailed (the caller maps
         it) when the child does not commit."""
         index_mb, metadata_mb = self._cache_mb
         vector = self._table.index_stats(layout.VECTOR_INDEX)
-        fold_in_child(FoldSpec(
+        child, self._standby = self._standby or FoldChild(), None
+        child.run(FoldSpec(
             table_dir=str(layout.table_dir(self.directory, self._meta.table)),
             index_cache_mb=index_mb, metadata_cache_mb=metadata_mb,
             older_than_s=age.total_seconds(), max_versions=max_versions,

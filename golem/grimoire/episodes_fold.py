@@ -7,15 +7,21 @@ of the Lance engine: loaded into the daemon, its code stayed mapped there (the R
 cost is in benchmarks/README.md, nineteenth session) for a job of well under a second
 every ~30 golem minutes. The child takes it along when it exits.
 
-This module imports only the standard library at the top (pylance inside ``fold``), so
-the child starts without the golem package: ``python -P episodes_fold.py SPEC_JSON``.
+This module imports only the standard library at the top (pylance inside the child), so
+the child starts without the golem package: ``python -P episodes_fold.py PARENT_PID``.
+It imports pylance at once and then reads the fold's spec, one JSON line, on its stdin:
+a ``FoldChild`` can be started before the fold is due (Delta starts one as its tick
+begins), so that the import runs beside other work instead of inside the fold. Its
+stdin closed with no spec (or its parent gone), the child exits having folded nothing.
 
-Contract of ``fold_in_child``: it returns once the child has committed the fold, or
-raises FoldFailed with the child's last error line; the table is then at a committed
-version (Lance commits atomically; files of an unfinished commit are orphans that the
-store sweeps). The caller must hold the table's only writer for the duration. The child
-dies with its parent (Linux), so a killed daemon never leaves a fold writing, and
-leaves SIGTERM and SIGINT to it.
+Contract of ``FoldChild.run``: it returns once the child has
+committed the fold, or raises FoldFailed with the child's last error line; the table is
+then at a committed version (Lance commits atomically; files of an unfinished commit
+are orphans that the store sweeps). The caller must hold the table's only writer for
+the duration. The child dies with its parent (Linux), so a killed daemon never leaves a
+fold writing, and leaves SIGTERM and SIGINT to it. Children are started from one
+long-lived thread of their own: Linux's parent-death signal follows the thread that
+started a child, and the daemon's worker threads come and go.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import os
 import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -67,18 +74,34 @@ class FoldSpec:
     fold_vector: bool
 
 
-def fold_in_child(spec: FoldSpec) -> None:
-    """Run ``fold(spec)`` in a child Python and wait for it (see the module's contract)."""
-    done = subprocess.run(
+# Starts every child, and lives as long as the process (see the module's docstring).
+_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="golem-fold-starter")
+
+
+class FoldChild:
+    """One fold's process, started now; it imports pylance while the caller goes on.
+    Call ``run`` once to fold, or ``release`` to let it exit without folding."""
+
+    def __init__(self) -> None:
         # -P: not the script's folder first on sys.path, whose modules (requests.py...)
         # would shadow the libraries'
-        [sys.executable, "-P", __file__, json.dumps({**dataclasses.asdict(spec),
-                                                     "parent": os.getpid()})],
-        capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
-        raise FoldFailed(lines[-1].strip() if lines else
-                         f"the fold's process exited {done.returncode} without a message")
+        self._process = _STARTER.submit(
+            subprocess.Popen, [sys.executable, "-P", __file__, str(os.getpid())],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True).result()
+
+    def run(self, spec: FoldSpec) -> None:
+        """Hand the child ``spec`` and wait for its fold (the module's contract)."""
+        _, errors = self._process.communicate(json.dumps(dataclasses.asdict(spec)) + "\n")
+        if self._process.returncode != 0:
+            lines = [line for line in errors.splitlines() if line.strip()]
+            raise FoldFailed(lines[-1].strip() if lines else "the fold's process exited "
+                             f"{self._process.returncode} without a message")
+
+    def release(self) -> None:
+        """Let a child that was given no spec exit without folding, and reap it."""
+        if self._process.returncode is None:
+            self._process.communicate("")
 
 
 def fold(spec: FoldSpec) -> None:
@@ -156,13 +179,18 @@ def _bind_to_parent(parent: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        sys.stderr.write("usage: episodes_fold.py SPEC_JSON (the episode store runs this)\n")
+    if len(argv) != 1 or not argv[0].isdigit():
+        sys.stderr.write("usage: episodes_fold.py PARENT_PID, the fold's spec on stdin "
+                         "(the episode store runs this)\n")
         return 2
-    fields = json.loads(argv[0])
-    _bind_to_parent(int(fields.pop("parent")))
+    _bind_to_parent(int(argv[0]))
     try:
-        fold(FoldSpec(**fields))
+        import lance  # noqa: F401, PLC0415 - now, while the parent does other work
+
+        line = sys.stdin.readline()
+        if not line.strip():
+            return 0  # released: no fold was asked for
+        fold(FoldSpec(**json.loads(line)))
     except Exception as exc:  # one line for the parent's error; the trace adds nothing
         text = str(exc).strip().splitlines()
         sys.stderr.write(f"{type(exc).__name__}: {text[0] if text else ''}\n")

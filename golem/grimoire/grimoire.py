@@ -601,6 +601,12 @@ class Grimoire(KnowledgeMaintenance):
         return await self._store(functools.partial(
             self._episodes.maybe_build_index, older_than_s, max_versions=max_versions))
 
+    async def prepare_fold(self) -> bool:
+        """Start the episode store's next fold's process now if refresh_index would fold
+        (EpisodeStore.prepare_fold): call it before other work, then refresh_index.
+        Returns whether one was started."""
+        return await self._store(self._episodes.prepare_fold)
+
     async def optimize(self, older_than_s: float = 3600.0, *,
                        max_versions: int | None = None) -> dict[str, Any]:
         """Compact the episode store; versions older than ``older_than_s`` wall seconds or

@@ -106,6 +106,11 @@ class GrimoireMaintenance:
             counters.update(await self.sqlite_upkeep())
         return counters
 
+    async def prepare(self) -> JobCounters:
+        """Call at the start of a Delta tick that runs this handler after other stages: a
+        fold due at this tick starts its process now (Grimoire.prepare_fold)."""
+        return {"fold_started": int(await self.grimoire.prepare_fold())}
+
     def jobs(self, delta_interval_s: float) -> list[Job]:
         """Compaction and SQLite upkeep as calendar jobs, at the periods the tick counts
         would give (``optimize_every`` / ``sqlite_every`` Delta intervals)."""

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from golem.grimoire import episodes_fold
-from golem.grimoire.episodes import EpisodeStore
-from golem.grimoire.episodes_fold import FoldFailed, FoldSpec, fold_in_child
+from golem.grimoire.episodes import FTS_REFRESH_ROWS, EpisodeStore
+from golem.grimoire.episodes_fold import TEXT_INDEX, FoldChild, FoldFailed, FoldSpec
 from golem.grimoire.errors import GrimoireError
 from golem.grimoire.signature import ModelSignature
 
@@ -32,7 +32,7 @@ WRITE_AND_FOLD = """
 import json, sys
 import numpy as np
 from golem.grimoire import episodes_layout as layout
-from golem.grimoire.episodes import EpisodeStore
+from golem.grimoire.episodes import FTS_REFRESH_ROWS, EpisodeStore
 from golem.grimoire.records import Episode, Pad, Provenance, Source, episode_id
 from golem.grimoire.signature import ModelSignature
 
@@ -91,7 +91,7 @@ def spec(table_dir: Path) -> FoldSpec:
 
 def test_a_fold_that_fails_raises_with_the_childs_reason(tmp_path: Path) -> None:
     with pytest.raises(FoldFailed, match=r"not found|does not exist|No such") as caught:
-        fold_in_child(spec(tmp_path / "missing.lance"))
+        FoldChild().run(spec(tmp_path / "missing.lance"))
     assert "\n" not in str(caught.value)  # one line, no traceback
 
 
@@ -110,8 +110,8 @@ def test_the_store_reports_a_failed_fold_as_its_own_error(
 
 
 def test_the_child_refuses_to_fold_for_a_parent_that_is_gone(tmp_path: Path) -> None:
-    fields = {**dataclasses.asdict(spec(tmp_path / "ep.lance")), "parent": 1}
-    done = subprocess.run([sys.executable, "-P", episodes_fold.__file__, json.dumps(fields)],
+    done = subprocess.run([sys.executable, "-P", episodes_fold.__file__, "1"],
+                          input=json.dumps(dataclasses.asdict(spec(tmp_path / "ep.lance"))),
                           capture_output=True, text=True, check=False)
     assert done.returncode != 0
     assert "the golem that asked for this fold is gone; nothing folded" in done.stderr
@@ -169,3 +169,56 @@ def test_the_child_dies_with_the_golem_and_leaves_sigterm_to_it(tmp_path: Path) 
         keeper.wait()
         if keeper.stdout is not None:
             keeper.stdout.close()
+
+
+def _children() -> set[int]:
+    """This process's live child processes (Linux)."""
+    pids: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        pids.update(int(p) for p in (task / "children").read_text().split())
+    return {pid for pid in pids if _alive(pid)}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_child_released_without_a_spec_exits_having_folded_nothing() -> None:
+    before = _children()
+    child = FoldChild()
+    assert len(_children() - before) == 1
+    child.release()
+    assert _children() == before
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_prepared_fold_runs_in_the_child_started_for_it(tmp_path: Path) -> None:
+    """prepare_fold starts the child only when a fold is due, once; maybe_build_index then
+    folds in it (no other child is started) and none is left behind."""
+    rng = np.random.default_rng(8)
+    store = EpisodeStore.open(tmp_path / "ep", SIG, index_min_rows=300)
+    store.upsert([make_episode(i) for i in range(500)], unit(rng, 500, 8))
+    assert store.maybe_build_index() is True  # the indexes exist; nothing waits
+    assert store.prepare_fold() is False  # no fold due
+    store.upsert([make_episode(i) for i in range(500, 500 + FTS_REFRESH_ROWS + 1)],
+                 unit(rng, FTS_REFRESH_ROWS + 1, 8))
+    before = _children()
+    assert store.prepare_fold() is True
+    started = _children() - before
+    assert len(started) == 1
+    assert store.prepare_fold() is False  # one is waiting already
+    assert _children() - before == started
+    assert store.maybe_build_index() is True
+    assert store._table.index_stats(TEXT_INDEX).num_unindexed_rows == 0
+    assert _children() == before
+    assert store.prepare_fold() is False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_closing_the_store_lets_a_waiting_child_go(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    store = EpisodeStore.open(tmp_path / "ep", SIG, index_min_rows=300)
+    store.upsert([make_episode(i) for i in range(400)], unit(rng, 400, 8))
+    store.maybe_build_index()
+    store.upsert([make_episode(i) for i in range(400, 1500)], unit(rng, 1100, 8))
+    before = _children()
+    assert store.prepare_fold() is True
+    store.close()
+    assert _children() == before
