@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import os
@@ -20,6 +21,7 @@ import pytest
 
 from golem.cli import run_cli
 from golem.config import load_config
+from golem.runtime.heap import GC_YOUNG_THRESHOLD, long_lived_heap
 from golem.runtime.state import StateStore
 
 from .conftest import REPO, child_env, config_text, golem_cmd, run_golem
@@ -406,3 +408,25 @@ def test_stop_at_names_a_golem_time_that_restarts_do_not_move(
     capsys.readouterr()
     assert run_cli(["run", "--config", str(path), "--stop-at", "soon"]) == 64
     assert "--stop-at: 'soon' is neither" in capsys.readouterr().err
+
+
+def test_the_loops_run_with_start_up_frozen_and_the_process_gets_its_collector_back(
+        tmp_path: Path) -> None:
+    """Start-up's objects live as long as the golem: frozen out of the cyclic collector's
+    full passes while the loops run (heap.long_lived_heap). A golem run inside another
+    process (the tests') hands back the collector as it found it: a frozen object is
+    never collected."""
+    seen: list[tuple[int, int]] = []
+
+    def probe() -> None:
+        seen.append((gc.get_freeze_count(), gc.get_threshold()[0]))
+
+    before = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    with long_lived_heap():
+        probe()
+    assert seen == [(seen[0][0], GC_YOUNG_THRESHOLD)] and seen[0][0] > 0
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
+    path = write_config(tmp_path, chain={"mode": "off"})
+    assert run_cli(["run", "--config", str(path), "--stop-after", "2m"]) == 0
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before

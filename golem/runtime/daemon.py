@@ -38,6 +38,7 @@ from golem.events import (
 )
 from golem.runtime.clock import Clock, VirtualClock, WallClock
 from golem.runtime.handlers import HandlerRegistry
+from golem.runtime.heap import long_lived_heap
 from golem.runtime.lock import DataDirLock
 from golem.runtime.loop import LoopHealth, TickLoop, TickReport, iso
 from golem.runtime.notify import SystemdNotifier
@@ -229,23 +230,28 @@ class Daemon:
                  resumed_ticks={lp.name: lp.counters.ticks for lp in self.loops})
         self._startup = None  # from here a signal stops the loops, not the start-up
         try:
-            async with anyio.create_task_group() as outer:
-                self.notifier.ready(self._status_line())
-                if cfg.runtime.min_free_mb:
-                    outer.start_soon(self._watch_disk)
-                outer.start_soon(self.clock.run)
-                outer.start_soon(self._flush_periodically)
-                if self.notifier.watchdog_period_s:
-                    outer.start_soon(self._watchdog, self.notifier.watchdog_period_s)
-                async with anyio.create_task_group() as loops:
-                    for loop in self.loops:
-                        loops.start_soon(loop.run, stop_at)
-                outer.cancel_scope.cancel()
+            with long_lived_heap():
+                await self._loops_until_stopped(stop_at)
         except Exception as exc:
             await self._shutdown(crash=exc)
             raise
         await self._shutdown()
         return self.exit_code
+
+    async def _loops_until_stopped(self, stop_at: float | None) -> None:
+        cfg = self.config
+        async with anyio.create_task_group() as outer:
+            self.notifier.ready(self._status_line())
+            if cfg.runtime.min_free_mb:
+                outer.start_soon(self._watch_disk)
+            outer.start_soon(self.clock.run)
+            outer.start_soon(self._flush_periodically)
+            if self.notifier.watchdog_period_s:
+                outer.start_soon(self._watchdog, self.notifier.watchdog_period_s)
+            async with anyio.create_task_group() as loops:
+                for loop in self.loops:
+                    loops.start_soon(loop.run, stop_at)
+            outer.cancel_scope.cancel()
 
     def loop_health(self) -> list[LoopHealth]:
         """Each loop's health snapshot; empty before the loops are built or once stopping
