@@ -1,7 +1,8 @@
 """The full ``Grimoire.recall`` path at 10k and 100k episodes, against bare LanceDB.
 
-Targets (issue 3): recall p95 <= 25 ms at 100k including query embedding, and at
-most 1.5x a bare LanceDB vector search on the same table in the same run.
+Target (issue 21): recall p95 <= 30 ms at 100k including query embedding. Issue 3's
+targets, which issue 21 replaced, are still reported: p95 <= 25 ms, and at most 1.5x a
+bare LanceDB vector search on the same table in the same run.
 
 Recall does more than one vector search: it embeds the query, takes dense and
 full-text candidates from the episode table and the semantic store, fuses them,
@@ -182,7 +183,8 @@ def measure(n: int, data_dir: Path, queries: int, candidates: int | None = None,
             "recall_over_bare_p95": round(p95["recall"] / p95["default"], 2),
             "recall_over_bare_plus_embedding_p95": round(p95["recall"] / with_embed["default"],
                                                          2)},
-        "target_p95_25ms_met": p95["recall"] * 1000 <= 25.0,
+        "target_p95_30ms_met": p95["recall"] * 1000 <= 30.0,  # issue 21
+        "target_p95_25ms_met": p95["recall"] * 1000 <= 25.0,  # issue 3's, replaced
         "target_ratio_1_5_met": {
             "bare": p95["recall"] / p95["budget"] <= 1.5,
             "bare_plus_embedding": p95["recall"] / with_embed["budget"] <= 1.5},
