@@ -15,7 +15,9 @@ recall and both bare searches back to back, in rotation (the 2-core machine drif
 Query texts are unique per size (the embedder remembers recent queries), and each size
 runs in its own process, with the glibc heap tuned as the golem command tunes it (two
 arenas cost recall ~1.5 ms against glibc's default; runs before 2026-11-26's third
-session had the default, so they read that much faster than a golem).
+session had the default, so they read that much faster than a golem), and, since the
+twentieth session, the queries run with the stores' and model's objects frozen out of
+the cyclic collector, as the golem's loops do (golem.runtime.heap.long_lived_heap).
 
     .venv/bin/python benchmarks/grimoire_recall.py [--sizes 10000,100000] [--queries 200]
         [--data-dir DIR] [--candidates N]   # build the stores once there and reuse them
@@ -45,7 +47,7 @@ from golem.grimoire.episodes import EpisodeStore
 from golem.grimoire.grimoire import EPISODES_DIR, SEMANTIC_FILE, Grimoire
 from golem.grimoire.records import EntryType, MemoryType, SemanticEntry
 from golem.grimoire.semantic import SemanticStore
-from golem.runtime.heap import tune_heap
+from golem.runtime.heap import long_lived_heap, tune_heap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grimoire_ingest import peak_rss_mb
@@ -156,7 +158,8 @@ def measure(n: int, data_dir: Path, queries: int, candidates: int | None = None,
                     samples[name].append(value)
         return samples, refused
 
-    samples, refused = anyio.run(run, backend_options={"use_uvloop": True})
+    with long_lived_heap():  # as the golem's loops run: start-up's objects frozen
+        samples, refused = anyio.run(run, backend_options={"use_uvloop": True})
     plan = bare(tables["budget"], embedder().embed([texts[0]])[0]).analyze_plan()
     probed: dict[str, str] = {}
     for key, value in re.findall(r"(partitions_searched|index_comparisons)=([\d.]+ ?K?)", plan):
