@@ -826,11 +826,10 @@ class EpisodeStore:
 
     def _fold(self, age: timedelta, max_versions: int | None, vector_rows: int) -> None:
         """One fold (episodes_fold.fold, in a child process: prepare_fold's, if it started
-        one): new fragments compacted, new
-        rows into the indexes, the vector index's once ``vector_rows`` wait for it (it
-        gains no delta segment and is not retrained); versions older than ``age`` or
-        beyond the newest ``max_versions`` dropped. Raises FoldFailed (the caller maps
-        it) when the child does not commit."""
+        one): new fragments compacted, new rows into the indexes, the vector index's once
+        ``vector_rows`` wait for it (it gains no delta segment and is not retrained);
+        versions older than ``age`` or beyond the newest ``max_versions`` dropped. Raises
+        FoldFailed (the caller maps it) when the child does not commit."""
         index_mb, metadata_mb = self._cache_mb
         vector = self._table.index_stats(layout.VECTOR_INDEX)
         child, self._standby = self._standby or FoldChild(), None

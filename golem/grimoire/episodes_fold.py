@@ -14,14 +14,14 @@ a ``FoldChild`` can be started before the fold is due (Delta starts one as its t
 begins), so that the import runs beside other work instead of inside the fold. Its
 stdin closed with no spec (or its parent gone), the child exits having folded nothing.
 
-Contract of ``FoldChild.run``: it returns once the child has
-committed the fold, or raises FoldFailed with the child's last error line; the table is
-then at a committed version (Lance commits atomically; files of an unfinished commit
-are orphans that the store sweeps). The caller must hold the table's only writer for
-the duration. The child dies with its parent (Linux), so a killed daemon never leaves a
-fold writing, and leaves SIGTERM and SIGINT to it. Children are started from one
-long-lived thread of their own: Linux's parent-death signal follows the thread that
-started a child, and the daemon's worker threads come and go.
+Contract of ``FoldChild.run``: it returns once the child has committed the fold, or
+raises FoldFailed with the child's last error line; the table is then at a committed
+version (Lance commits atomically; files of an unfinished commit are orphans that the
+store sweeps). The caller must hold the table's only writer for the duration. The child
+dies with its parent (Linux), so a killed daemon never leaves a fold writing, and
+leaves SIGTERM and SIGINT to it. Children are started from one long-lived thread of
+their own: Linux's parent-death signal follows the thread that started a child, and
+the daemon's worker threads come and go.
 """
 
 from __future__ import annotations
