@@ -20,6 +20,12 @@ chain, offline cognition) on a fresh data dir and reports:
 - ``cpu_s``: the daemon's CPU seconds (user + system, every thread, and its finished
   child processes': the store's folds): on shared cores the wall time swings with other
   work, its CPU time much less;
+- ``cpu_system_share`` and ``minor_faults_per_wall_s``: how much of that CPU the kernel
+  spent, and the page faults behind much of it (both counted since the twentieth
+  session; older segments of a resumed life have none); ``host_memory``: how fast the
+  machine gave this benchmark memory touched for the first time, at its start and its
+  end, beside a warm copy (``host_memory_probe``): on a host that reclaims idle guest
+  memory a golem ran at half speed, so runs compare only when these agree;
 - ``rss_mb``: the golem's peak and steady RSS (median and max of the samples of the
   second half of the run, one a second), the daemon's and its child processes' (a
   fold's) together: the peak is the larger of the daemon's VmHWM and the largest such
@@ -208,14 +214,36 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _cpu_s(pid: int) -> float | None:
-    """A process's user + system CPU seconds so far (every thread), with those of the
-    children it has waited for (the store's folds)."""
+def _usage(pid: int) -> tuple[float, float, int] | None:
+    """A process's CPU seconds so far (user + system, every thread), of them the system's,
+    and its minor page faults, each with those of the children it has waited for (the
+    store's folds); None once it is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(int(f) for f in fields[11:15]) / tick,
+            (int(fields[12]) + int(fields[14])) / tick, int(fields[7]) + int(fields[8]))
+
+
+def host_memory_probe(mb: int = 256) -> dict[str, float]:
+    """How fast this machine gives a process memory it touches for the first time, beside
+    a copy into memory already touched (GB/s). A first touch is a page fault; on a VM
+    whose host reclaims idle guest memory it was measured at ~13 us a page, 30x a warm
+    copy (benchmarks/README.md, twentieth session), and a golem's speed moved with it:
+    runs measured on different days compare only when these agree."""
+    import numpy as np  # noqa: PLC0415 - the benchmark's only numpy outside the model
+
+    source = np.ones(mb << 18, dtype=np.float32)
+    target = np.empty_like(source)
+    took = []
+    for _ in range(3):  # the first copy touches the target's pages for the first time
+        started = time.perf_counter()
+        np.copyto(target, source)
+        took.append(time.perf_counter() - started)
+    return {"first_touch_gb_s": round(mb / 1024 / took[0], 2),
+            "warm_copy_gb_s": round(mb / 1024 / min(took[1:]), 2)}
 
 
 # Run in place of `golem run`: asks for SIGKILL when the benchmark dies (a killed session
@@ -250,7 +278,8 @@ def run_golem(config: Path, days: float, directory: Path,
     rss: list[tuple[float, int]] = []
     anon: list[tuple[float, int]] = []
     peak = 0
-    cpu = 0.0
+    cpu = sys_cpu = 0.0
+    faults = 0
     log_path = directory / f"golem.{len(before)}.log"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MALLOC_ARENA_MAX": "2"}
     load = os.getloadavg()[0]
@@ -259,7 +288,8 @@ def run_golem(config: Path, days: float, directory: Path,
     last_note = started
 
     def segment(now: float, done: bool) -> dict[str, Any]:
-        return {"wall": now, "cpu": cpu, "tally": tally.state(), "rss_peak_kb": peak,
+        return {"wall": now, "cpu": cpu, "cpu_sys": sys_cpu, "minor_faults": faults,
+                "tally": tally.state(), "rss_peak_kb": peak,
                 "rss": [(round(offset + t, 1), kb) for t, kb in rss[::RSS_EVERY_S]],
                 "rss_anon": [(round(offset + t, 1), kb) for t, kb in anon[::RSS_EVERY_S]],
                 "load_start": round(load, 2), "load_end": round(os.getloadavg()[0], 2),
@@ -284,7 +314,7 @@ def run_golem(config: Path, days: float, directory: Path,
             kb = _tree_rss_kb(proc.pid)
             own_anon = _rss_kb(proc.pid, "RssAnon")
             peak = max(peak, _rss_kb(proc.pid, "VmHWM") or 0, kb or 0)
-            cpu = _cpu_s(proc.pid) or cpu
+            cpu, sys_cpu, faults = _usage(proc.pid) or (cpu, sys_cpu, faults)
             if kb is not None:
                 rss.append((now, kb))
             if own_anon is not None:
@@ -314,6 +344,10 @@ def life(segments: list[dict[str, Any]]) -> dict[str, Any]:
     anon = [(t, kb) for seg in segments for t, kb in seg.get("rss_anon", [])]
     anon_half = [kb for t, kb in anon if t >= wall / 2] or [kb for _, kb in anon]
     return {"wall": wall, "cpu": sum(seg["cpu"] for seg in segments),
+            # segments measured before these were counted have none
+            "cpu_sys": sum(seg.get("cpu_sys", 0.0) for seg in segments),
+            "minor_faults": sum(seg.get("minor_faults", 0) for seg in segments),
+            "counted_wall": sum(seg["wall"] for seg in segments if "cpu_sys" in seg),
             "tally": LogTally.merged([seg["tally"] for seg in segments]),
             "rss_mb": {"peak": round(max(seg["rss_peak_kb"] for seg in segments) / 1024, 1),
                        "steady_median": round(statistics.median(second_half) / 1024, 1)
@@ -323,6 +357,8 @@ def life(segments: list[dict[str, Any]]) -> dict[str, Any]:
                        "steady_anon_median": round(statistics.median(anon_half) / 1024, 1)
                        if anon_half else None},
             "segments": [{"wall_s": round(seg["wall"], 1), "cpu_s": round(seg["cpu"], 1),
+                          "cpu_sys_s": seg.get("cpu_sys"),
+                          "minor_faults": seg.get("minor_faults"),
                           "reached": seg["tally"]["golem_time"],
                           "startup_s": seg["tally"]["first_tick_wall"],
                           "load_1m": [seg["load_start"], seg["load_end"]],
@@ -426,6 +462,12 @@ def report(days: float, run: dict[str, Any], standalone: dict[str, Any],
         "wall_s_per_golem_hour": round((wall - startup) / hours, 2),
         "cpu_s": round(run["cpu"], 1),
         "cpu_s_per_golem_hour": round(run["cpu"] / hours, 2),
+        # over the segments that counted them (all but those of older runs of this script)
+        "cpu_system_share": round(run["cpu_sys"] / cpu, 3)
+        if (cpu := sum(seg["cpu_s"] for seg in run["segments"]
+                       if seg["cpu_sys_s"] is not None)) else None,
+        "minor_faults_per_wall_s": round(run["minor_faults"] / run["counted_wall"], 1)
+        if run["counted_wall"] else None,
         "ticks": dict(tally.ticks), "episodes": tally.episodes,
         "episodes_per_golem_hour": round(tally.episodes / hours, 1),
         "captured_events_per_wall_s": round(captured, 2),
@@ -464,7 +506,7 @@ def main() -> None:
                          "the golem restarts from its data dir and the segments add up")
     args = ap.parse_args()
     configure_logging("warning", "json", sys.stderr)
-    load = os.getloadavg()
+    load, host = os.getloadavg(), host_memory_probe()
     with tempfile.TemporaryDirectory(prefix="golem-lifetime-") as tmp:
         if args.resume is not None:
             directory = args.resume
@@ -508,8 +550,8 @@ def main() -> None:
             out["restart_s"] = time_restart(config, directory / "restart.log")
         elif args.restart:  # a dead golem's data dir refuses to start (exit 69)
             out["restart_s"] = None
-    out["load_avg_1m"] = {"start": round(load[0], 2), "end": round(os.getloadavg()[0], 2)}
-    out["cpus"] = os.cpu_count()
+    out.update(load_avg_1m={"start": round(load[0], 2), "end": round(os.getloadavg()[0], 2)},
+               host_memory={"start": host, "end": host_memory_probe()}, cpus=os.cpu_count())
     print(json.dumps(out, indent=1))
 
 
