@@ -94,7 +94,8 @@ def test_delta_runs_its_stages_with_durable_cursors(tmp_path: Path, embedder: Em
                 out["tip1"] = await g.get(tip.id)
                 out["memory1"] = g.memory_path.read_text()
             async with AsyncExitStack() as stack:  # a restart: the cursors hold
-                delta = await open_delta(cfg, g, GrimoireMaintenance(g, decay=False), stack, bus)
+                upkeep = GrimoireMaintenance(g, decay=False)  # as wired: prepare runs first
+                delta = await open_delta(cfg, g, upkeep, stack, bus, prepare=upkeep.prepare)
                 clock.t += 600
                 out["tick2"] = await delta(ctx(2))
                 out["tip2"] = await g.get(tip.id)
@@ -128,6 +129,8 @@ def test_delta_runs_its_stages_with_durable_cursors(tmp_path: Path, embedder: Em
     assert "delta:dream" in kinds and "memory:rewrite" in kinds
     # Tick 2 after a restart: nothing reinforced twice; the curator's turn (every 2).
     assert t2["feedback_ticks"] == 0 and out["tip2"].successful_recalls == 1
+    # no fold due in so small a store: no fold's child started
+    assert "prepare_ms" not in t1 and t2["prepare_fold_started"] == 0
     assert t2["consolidation_new"] == 0
     assert "curator_promoted" in t2 and "delta:curator" in kinds
     # Each stage that ran says how long it took; a stage that did not run says nothing.
