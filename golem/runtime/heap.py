@@ -1,4 +1,5 @@
-"""glibc heap settings for a small VM, applied once when the golem command starts.
+"""glibc heap settings for a small VM, applied once when the golem command starts, and
+the cyclic collector's settings while the loops run (``long_lived_heap``).
 
 glibc raises its mmap threshold each time a large mmapped block is freed (up to 32 MB),
 so after the first embedding batch the model's activation buffers come from the heap,
