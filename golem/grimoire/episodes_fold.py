@@ -8,8 +8,12 @@ cost is in benchmarks/README.md, nineteenth session) for a job of well under a s
 every ~30 golem minutes. The child takes it along when it exits.
 
 This module imports only the standard library at the top (pylance inside the child), so
-the child starts without the golem package: ``python -P episodes_fold.py PARENT_PID``.
-It imports pylance at once and then reads the fold's spec, one JSON line, on its stdin:
+the child starts without the golem package. It runs this module's source as the golem
+loaded it, sent ahead on its stdin (``python -P -c BOOT PARENT_PID SOURCE_CHARS``), not
+the file now on disk: a golem upgraded in place keeps folding until it restarts (a
+running golem once handed its old spec to a newer file, and every fold failed). The
+file also runs as a script, ``python -P episodes_fold.py PARENT_PID``.
+The child imports pylance at once and then reads the fold's spec, one JSON line:
 a ``FoldChild`` can be started before the fold is due (Delta starts one as its tick
 begins), so that the import runs beside other work instead of inside the fold. Its
 stdin closed with no spec (or its parent gone), the child exits having folded nothing.
@@ -26,6 +30,7 @@ the daemon's worker threads come and go.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
@@ -78,17 +83,35 @@ class FoldSpec:
 _STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="golem-fold-starter")
 
 
+def _loaded_source() -> str:
+    """This module's source as the golem imported it (a child, "__main__", needs none)."""
+    if __name__ == "__main__":
+        return ""
+    with open(__file__, encoding="utf-8") as source:
+        return source.read()
+
+
+_SOURCE = _loaded_source()  # read at import: the child's program
+_BOOT = "import sys; exec(compile(sys.stdin.read(int(sys.argv[2])), 'golem-fold', 'exec'))"
+
+
 class FoldChild:
     """One fold's process, started now; it imports pylance while the caller goes on.
     Call ``run`` once to fold, or ``release`` to let it exit without folding."""
 
     def __init__(self) -> None:
-        # -P: not the script's folder first on sys.path, whose modules (requests.py...)
-        # would shadow the libraries'
+        # -P: not the working directory first on sys.path, whose modules could shadow the
+        # libraries'
         self._process = _STARTER.submit(
-            subprocess.Popen, [sys.executable, "-P", __file__, str(os.getpid())],
+            subprocess.Popen,
+            [sys.executable, "-P", "-c", _BOOT, str(os.getpid()), str(len(_SOURCE))],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True).result()
+        stdin = self._process.stdin
+        assert stdin is not None  # stdin=PIPE
+        with contextlib.suppress(BrokenPipeError):  # a child that died: run() reports it
+            stdin.write(_SOURCE)
+            stdin.flush()
 
     def run(self, spec: FoldSpec) -> None:
         """Hand the child ``spec`` and wait for its fold (the module's contract)."""
@@ -179,7 +202,9 @@ def _bind_to_parent(parent: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not argv[0].isdigit():
+    """``argv``: the parent's pid (and, as FoldChild starts it, the source's length, read
+    already)."""
+    if len(argv) not in (1, 2) or not all(a.isdigit() for a in argv):
         sys.stderr.write("usage: episodes_fold.py PARENT_PID, the fold's spec on stdin "
                          "(the episode store runs this)\n")
         return 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -222,3 +223,35 @@ def test_closing_the_store_lets_a_waiting_child_go(tmp_path: Path) -> None:
     assert store.prepare_fold() is True
     store.close()
     assert _children() == before
+
+
+# Run by a fresh interpreter: the fold module imported from a copy, whose file is then
+# replaced on disk (a golem upgraded in place while it runs).
+UPGRADED_UNDER_IT = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("fold_copy", sys.argv[1])
+fold = sys.modules["fold_copy"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(fold)
+with open(sys.argv[1], "w") as f:
+    f.write("import sys; sys.stderr.write('the new file ran'); sys.exit(3)")
+try:
+    fold.FoldChild().run(fold.FoldSpec(table_dir=sys.argv[2], index_cache_mb=8,
+                                       metadata_cache_mb=8, older_than_s=0.0,
+                                       max_versions=None, vector_index="v",
+                                       fold_vector=True))
+    print("folded")
+except fold.FoldFailed as exc:
+    print(str(exc))
+"""
+
+
+def test_a_golem_upgraded_in_place_folds_with_the_code_it_loaded(tmp_path: Path) -> None:
+    copy = tmp_path / "fold_copy.py"
+    copy.write_text(Path(episodes_fold.__file__).read_text())
+    done = subprocess.run([sys.executable, "-c", UPGRADED_UNDER_IT, str(copy),
+                           str(tmp_path / "missing.lance")],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    reason = done.stdout.strip()
+    assert "the new file ran" not in reason
+    assert re.search(r"not found|does not exist|No such", reason), reason
