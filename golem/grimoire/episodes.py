@@ -729,8 +729,7 @@ class EpisodeStore:
         self._require_match()
         did = False
         with self._write_lock, self._vendor("index build"):
-            text_index = self._table.index_stats(FTS_INDEX)
-            if text_index is not None and text_index.num_unindexed_rows > FTS_REFRESH_ROWS:
+            if self._fold_due():
                 self._optimize(older_than_s, max_versions, VECTOR_FOLD_ROWS)
                 did = True
             rows = int(self._table.count_rows())
@@ -763,12 +762,16 @@ class EpisodeStore:
         one was started."""
         self._require_match()
         with self._write_lock, self._vendor("fold preparation"):
-            text_index = self._table.index_stats(FTS_INDEX)
-            if self._standby is not None or text_index is None \
-                    or text_index.num_unindexed_rows <= FTS_REFRESH_ROWS:
+            if self._standby is not None or not self._fold_due():
                 return False
             self._standby = FoldChild()
         return True
+
+    def _fold_due(self) -> bool:
+        """Whether maybe_build_index folds: more than FTS_REFRESH_ROWS rows wait outside
+        the text index."""
+        text_index = self._table.index_stats(FTS_INDEX)
+        return text_index is not None and text_index.num_unindexed_rows > FTS_REFRESH_ROWS
 
     def _release_standby(self) -> None:
         child, self._standby = self._standby, None
