@@ -431,29 +431,47 @@ class EpisodeStore:
                                ) -> list[Found]:
         """Of the ``k`` rows search_vector_hits would return, those whose stored text (the
         rendering, then its identifiers line) ``admit`` accepts, as search_vector_hits
-        returns them (exact cosine, best first). A first pass reads only the ids and
-        texts (and the vectors, when the index's rows are re-ranked: k <= RERANK_UP_TO);
-        only the admitted rows are read in full, so a selective ``admit`` reads little."""
+        returns them (exact cosine, best first). A first pass reads only the texts and the
+        rows' addresses (and the vectors, when the index's rows are re-ranked: k <=
+        RERANK_UP_TO); only the admitted rows are read in full, by address, so a selective
+        ``admit`` reads little. Should a write through this handle from another thread
+        remove some of them between the two reads (the Grimoire serialises its calls on one
+        thread, so only another caller could), both reads are made again by id."""
         query = self._query_vector(vector)
         where = self._prefilter(namespaces, since, until, protocol, category)
         if k < 1 or not namespaces:
             return []
-        with self._vendor("vector search"):
+
+        def admitted(key: str) -> list[str]:
+            """The ``key`` column's values (as text) of the admitted rows among the k
+            nearest."""
             reranked = self._fetched(k) > k
-            found = self._nearest(query, where, k, ["id", "text"], vectors=reranked)
-            texts = found["text"].to_pylist()
-            ids = [str(i) for i, text in zip(found["id"].to_pylist(), texts, strict=True)]
+            found = self._nearest(query, where, k, [*(["id"] if key == "id" else []), "text"],
+                                  vectors=reranked, row_ids=key == "_rowid")
+            texts, keys = found["text"].to_pylist(), found[key].to_pylist()
             if reranked:  # the same k rows search_vector_hits keeps
                 nearest = self._best(arrow_vectors(found, self.signature.dim) @ query, k)
-                ids, texts = [ids[i] for i in nearest], [texts[i] for i in nearest]
-            ids = [i for i, text in zip(ids, texts, strict=True) if admit(str(text))]
+                keys, texts = [keys[i] for i in nearest], [texts[i] for i in nearest]
+            return [str(value) for value, text in zip(keys, texts, strict=True)
+                    if admit(str(text))]
+
+        def read(key: str, values: list[str]) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
             rows: list[dict[str, Any]] = []
             vectors: list[np.ndarray] = []
-            for chunk in id_chunks(ids):
-                table = _run(self._query().where(sql_in("id", chunk))
+            for chunk in id_chunks(values):
+                clause = (sql_in(key, chunk) if key == "id" else  # addresses: integers
+                          f"{key} IN ({', '.join(chunk)})")
+                table = _run(self._query().where(clause)
                              .select(["id", *ROW_COLUMNS, "vector"]).limit(len(chunk)))
                 vectors.append(arrow_vectors(table, self.signature.dim))
                 rows += table.drop_columns(["vector"]).to_pylist()
+            return rows, vectors
+
+        with self._vendor("vector search"):
+            addresses = admitted("_rowid")
+            rows, vectors = read("_rowid", addresses)
+            if len(rows) != len(addresses):  # rows went between the two reads
+                rows, vectors = read("id", admitted("id"))
         if not rows:
             return []
         matrix = np.vstack(vectors)
@@ -502,7 +520,7 @@ class EpisodeStore:
         return 2 * k if self._meta.index_rows is not None and k <= RERANK_UP_TO else k
 
     def _nearest(self, query: np.ndarray, where: Any, k: int, columns: list[str], *,
-                 vectors: bool = True) -> Any:
+                 vectors: bool = True, row_ids: bool = False) -> Any:
         """The _fetched(k) nearest rows by the index passing ``where`` as an Arrow table
         (``columns``, then the vector if asked, then ``_distance``). Exactly nprobes
         partitions: with a prefilter, LanceDB's open-ended maximum_nprobes(0) probes every
@@ -510,17 +528,22 @@ class EpisodeStore:
         hold fewer than k rows probes them all."""
         fetched = self._fetched(k)
         found = self._vector_rows(query, where, fetched, self.nprobes, columns,
-                                  vectors=vectors)
+                                  vectors=vectors, row_ids=row_ids)
         if found.num_rows < k and self._meta.index_rows is not None:
-            found = self._vector_rows(query, where, fetched, 0, columns, vectors=vectors)
+            found = self._vector_rows(query, where, fetched, 0, columns, vectors=vectors,
+                                      row_ids=row_ids)
         return found
 
     def _vector_rows(self, query: np.ndarray, where: Any, k: int, max_nprobes: int,
-                     columns: list[str], *, vectors: bool = True) -> Any:
+                     columns: list[str], *, vectors: bool = True, row_ids: bool = False) -> Any:
+        """The search's rows: ``columns``, the vector if asked, ``_distance``, and each row's
+        address in this version of the table (``_rowid``) if asked."""
         extra = ["vector", "_distance"] if vectors else ["_distance"]
         search = (self._query().nearest_to(query).column("vector").distance_type("cosine")
                   .minimum_nprobes(self.nprobes).maximum_nprobes(max_nprobes)
                   .select([*columns, *extra]).limit(k))
+        if row_ids:
+            search = search.with_row_id()
         return _run(search if where is None else search.where(where))
 
     def search_text(self, query: str, k: int, namespaces: Sequence[str], *,

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any, ClassVar
 
 import lance
 import numpy as np
@@ -853,6 +854,63 @@ def test_an_admitted_search_returns_the_nearest_rows_whose_text_passes(
         assert [h.episode() for h in admitted] == [h.episode() for h in expected]
     assert store.search_vector_admitted(query, 50, ["main"], lambda text: False) == []
     assert store.search_vector_admitted(query, 50, [], falls) == []
+    # rows deleted in place (their files keep them): the admitted rows are read by
+    # address, and a deleted row's address is not read back
+    gone = [h.id for h in store.search_vector_hits(query, 400, ["main"])[::3]]
+    assert store.delete(gone) == len(gone)
+    every = store.search_vector_hits(query, 400, ["main"])
+    admitted = store.search_vector_admitted(query, 400, ["main"], falls)
+    assert not {h.id for h in admitted} & set(gone)
+    assert [h.id for h in admitted] == [h.id for h in every if falls(h.row["text"])]
+
+
+class WrittenBetweenReads(EpisodeStore):
+    """A store in which a write through the same handle (as another thread of the process
+    could make; the Grimoire's own calls are serialised on one thread) deletes half the
+    admitted rows just after a search has read their addresses: the one moment
+    search_vector_admitted's two reads can see different versions of the table. (Another
+    process's commits are not seen before a reconnect, and a fold's compaction keeps
+    addresses valid: LanceDB maps the old ones to the rows' new places.)"""
+
+    deleted: ClassVar[list[str]] = []
+
+    def _nearest(self, query: np.ndarray, where: object, k: int, columns: list[str], *,
+                 vectors: bool = True, row_ids: bool = False) -> object:
+        found: Any = super()._nearest(query, where, k, columns, vectors=vectors,
+                                      row_ids=row_ids)
+        if row_ids and not self.deleted:
+            numbers = [int(text.split()[-1]) for text in found["text"].to_pylist()
+                       if text.startswith("Answer down")]
+            self.deleted.extend(make_episode(i).id for i in numbers[::2])
+            assert self.delete(self.deleted) == len(self.deleted)
+        return found
+
+
+def test_an_admitted_search_whose_rows_change_between_its_reads_reads_them_by_id(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    """The admitted rows are read back by their addresses in the table's version the first
+    pass saw; when a commit in between removed some, both reads are made again by id, and
+    the answer is the one a search of the new version gives (the next nearest admitted
+    rows in place of the removed ones)."""
+    rng = np.random.default_rng(5)
+    path = tmp_path / "ep"
+    store = open_store(path, sig, index_min_rows=300)
+    store.upsert([make_episode(i, text=f"Answer {'down 3.2%' if i % 5 == 0 else 'up'} {i}")
+                  for i in range(600)], clustered(rng, 600, unit(rng, 6)))
+    store.close()
+    query = unit(rng, 1)[0]
+
+    def falls(text: str) -> bool:
+        return "down" in text
+
+    written = WrittenBetweenReads.open(path, sig, index_min_rows=300)
+    admitted = written.search_vector_admitted(query, 200, ["main"], falls)
+    assert len(WrittenBetweenReads.deleted) > 5
+    every = written.search_vector_hits(query, 200, ["main"])
+    expected = [h for h in every if falls(h.row["text"])]
+    assert not {h.id for h in expected} & set(WrittenBetweenReads.deleted)
+    assert [h.id for h in admitted] == [h.id for h in expected]
+    assert [h.episode() for h in admitted] == [h.episode() for h in expected]
 
 
 def test_the_vector_index_is_rabitq_codes_and_an_older_kind_is_retrained(
