@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from eth_abi.abi import decode as abi_decode
@@ -56,7 +57,16 @@ def _word_type(kind: str) -> tuple[str, int] | None:
     return None
 
 
-_CHECKSUMS: dict[bytes, str] = {}
+# Distinct addresses whose checksummed form is remembered: a chain's events name the same
+# few contracts and accounts again and again (EIP-55 hashes each one, ~23 us).
+CHECKSUM_CACHE = 4096
+
+
+@lru_cache(maxsize=CHECKSUM_CACHE)
+def checksum_address(raw: bytes | str) -> str:
+    """The EIP-55 form of a 20-byte address given as bytes or hex (the last CHECKSUM_CACHE
+    distinct ones remembered). Raises ValueError when it is not one."""
+    return str(to_checksum_address(raw))
 
 
 def _encode_word(kind: str, value: Any) -> bytes:
@@ -89,11 +99,7 @@ def _decode_word(kind: str, word: bytes) -> Any:
     if base == "address":
         if any(word[:12]):
             raise AbiError(f"{kind}: non-zero padding")
-        raw = word[12:]
-        found = _CHECKSUMS.get(raw)
-        if found is None:
-            found = _CHECKSUMS[raw] = to_checksum_address(raw)
-        return found
+        return checksum_address(word[12:])
     if base == "bool":
         if any(word[:31]) or word[31] > 1:
             raise AbiError(f"{kind}: not 0 or 1")
@@ -172,7 +178,7 @@ def encode_call(abi: Sequence[Mapping[str, Any]], fn: str, *args: Any) -> bytes:
 
 
 def _value(kind: str, value: Any) -> Any:
-    return to_checksum_address(value) if kind == "address" else value
+    return checksum_address(value) if kind == "address" else value
 
 
 def decode_result(abi: Sequence[Mapping[str, Any]], fn: str, data: bytes) -> Any:

@@ -20,9 +20,9 @@ from typing import Any
 
 from eth_abi.abi import decode as abi_decode
 from eth_abi.exceptions import DecodingError
-from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 
+from golem.chain.abi import checksum_address
 from golem.errors import GolemError
 
 _WORD = 32
@@ -151,7 +151,7 @@ def _hex(value: object, what: str) -> str:
 
 def _address(value: object, what: str) -> str:
     try:
-        return to_checksum_address(_hex(value, what))
+        return checksum_address(_hex(value, what))
     except ValueError as exc:  # right hex, wrong length
         raise MalformedLog(f"{what} is not a 20-byte address: {value!r:.80}") from exc
 
@@ -215,7 +215,7 @@ class DecodedEvent:
 
 
 def _value(abi_type: str, value: Any) -> Any:
-    return to_checksum_address(value) if abi_type == "address" else value
+    return checksum_address(value) if abi_type == "address" else value
 
 
 def _decode_values(types: list[str], blob: bytes, what: str) -> tuple[Any, ...]:

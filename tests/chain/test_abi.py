@@ -12,7 +12,15 @@ from eth_utils.crypto import keccak
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem.chain.abi import AbiError, decode_result, encode_call, function_spec, revert_reason
+from golem.chain.abi import (
+    CHECKSUM_CACHE,
+    AbiError,
+    checksum_address,
+    decode_result,
+    encode_call,
+    function_spec,
+    revert_reason,
+)
 
 TYPES = ("address", "bool", "uint8", "uint112", "uint256", "int24", "int256")
 ABI = (
@@ -77,3 +85,24 @@ def test_revert_reason() -> None:
     assert revert_reason(reason) == "only owner"
     assert revert_reason(b"") == ""
     assert revert_reason(b"\x12\x34") == "0x1234"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=20, max_size=20))
+def test_checksummed_addresses_are_eip55_from_bytes_or_hex(raw: bytes) -> None:
+    """checksum_address gives eth_utils' EIP-55 form whichever way the address comes, the
+    same when it is remembered; what is not 20 bytes is a ValueError, never remembered."""
+    expected = to_checksum_address(raw)
+    for form in (raw, "0x" + raw.hex(), "0x" + raw.hex()):  # the last one remembered
+        assert checksum_address(form) == expected
+    with pytest.raises(ValueError, match="Unknown format"):
+        checksum_address("0x" + raw.hex() + "00")
+
+
+def test_the_checksum_memory_is_bounded() -> None:
+    """An address feed that never repeats (RPC mode over a long life) keeps at most
+    CHECKSUM_CACHE of them."""
+    for i in range(CHECKSUM_CACHE + 500):
+        checksum_address(i.to_bytes(20, "big"))
+    info = checksum_address.cache_info()
+    assert info.maxsize == CHECKSUM_CACHE and info.currsize <= CHECKSUM_CACHE
