@@ -283,6 +283,54 @@ def test_the_same_episode_written_twice_is_stored_once(tmp_path: Path, sig: Mode
         dataclasses.replace(ep, replay_count=3, quality_verified=True), *others]
 
 
+def test_ids_written_since_a_fold_are_known_stored_through_every_kind_of_write(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    """After a fold indexed every row, the store knows the ids the id B-tree does not hold
+    (the rows written since), instead of scanning those rows at every write. Every write
+    keeps that knowledge true: a re-captured episode is stored once, whether it is new,
+    rewritten by an update, or came back after a delete, a reorg's removal or
+    retention's forgetting (then it is stored again)."""
+    rng = np.random.default_rng(11)
+    path = tmp_path / "ep"
+    store = open_store(path, sig, index_min_rows=300)
+    centres = unit(rng, 4)
+    store.upsert([make_episode(i) for i in range(400)], clustered(rng, 400, centres))
+    store.optimize()  # every row in the id B-tree
+    assert store._unindexed_ids == set()  # the path this test is about
+    tail = [make_episode(i) for i in range(400, 460)]
+    for start in range(0, 60, 20):  # three small fragments, as Theta's flushes write them
+        store.upsert(tail[start:start + 20], clustered(rng, 20, centres))
+    everything = [make_episode(i) for i in range(460)]
+
+    def recapture() -> int:
+        store.upsert(everything, clustered(rng, len(everything), centres))
+        return store.count()
+
+    assert recapture() == 460
+    # an update rewrites rows where the B-tree does not reach them: old rows and new
+    assert store.update([e.id for e in (*everything[:5], *tail[:5])],
+                        quality_verified=True) == 10
+    assert recapture() == 460
+    assert all(e.quality_verified for e in store.get([e.id for e in everything[:5]]))
+    # a delete, a reorg's removal and retention's forgetting: stored again when captured
+    assert store.delete([tail[10].id, everything[10].id]) == 2
+    assert store.count() == 458
+    assert recapture() == 460
+    reorged = store.delete_chain_above(1, 19_000_000 + 449)
+    assert sorted(reorged) == sorted(e.id for e in everything[450:])
+    assert recapture() == 460
+    assert store.delete_owned([tail[20].id, everything[20].id], "main") == [
+        tail[20].id, everything[20].id]
+    assert recapture() == 460
+    # a fold indexes the rows again, and the store starts knowing from there
+    store.optimize()
+    assert store._unindexed_ids == set()
+    assert recapture() == 460
+    reopened = open_store(path, sig, index_min_rows=300)
+    assert reopened.upsert(everything, clustered(rng, 460, centres)) == 460
+    assert reopened.count() == 460
+
+
 def test_prefilters_exclude_what_they_should(tmp_path: Path, sig: ModelSignature,
                                              embedder: Embedder) -> None:
     store = open_store(tmp_path / "ep", sig)
