@@ -141,9 +141,6 @@ class GrimoireSection:
     # RSS. Raise it when memory is plentiful.
     lance_index_cache_mb: int = field(default=32, metadata=_check(ge=8, le=65_536))
     lance_metadata_cache_mb: int = field(default=16, metadata=_check(ge=8, le=65_536))
-    # Read the episode store through the kernel's io_uring where it is allowed (probed
-    # once; otherwise, and when false, a thread pool does each read).
-    lance_io_uring: bool = True
 
 
 @dataclass(frozen=True)

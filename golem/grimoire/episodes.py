@@ -16,14 +16,10 @@ Assumes one writing process (the data-dir lock holder).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
-import functools
 import math
 import os
-import platform
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -117,10 +113,9 @@ class EpisodeStore:
 
     def __init__(self, directory: Path, *, db: Any, meta: layout.StoreMeta,
                  configured: ModelSignature, index_min_rows: int, nprobes: int,
-                 cache_mb: tuple[int, int] = (128, 64), io_uring: bool = False) -> None:
+                 cache_mb: tuple[int, int] = (128, 64)) -> None:
         self.directory = directory
         self._cache_mb = cache_mb
-        self._io_uring = io_uring
         self.index_min_rows = index_min_rows
         self.nprobes = nprobes
         self._db = db
@@ -146,8 +141,7 @@ class EpisodeStore:
              nprobes: int = 20, for_migration: bool = False,
              sweep_orphans: bool = True,
              index_cache_mb: int = _CONFIGURED.lance_index_cache_mb,
-             metadata_cache_mb: int = _CONFIGURED.lance_metadata_cache_mb,
-             io_uring: bool = _CONFIGURED.lance_io_uring) -> EpisodeStore:
+             metadata_cache_mb: int = _CONFIGURED.lance_metadata_cache_mb) -> EpisodeStore:
         """Open or create the store. A store embedded with another model raises
         SignatureMismatch unless ``for_migration`` (then only reembed() may run)."""
         directory = Path(directory)
@@ -166,7 +160,7 @@ class EpisodeStore:
                 f"the configured model is {signature.label}. Vector spaces must not mix: "
                 "run `golem memory reembed` to re-embed everything in one migration")
         try:
-            db = _connect(directory, (index_cache_mb, metadata_cache_mb), io_uring)
+            db = _connect(directory, (index_cache_mb, metadata_cache_mb))
             if meta is None:
                 meta = layout.StoreMeta(layout.new_table_name(signature), signature)
                 create_table(db, meta.table, episode_schema(signature.dim))
@@ -175,7 +169,7 @@ class EpisodeStore:
             raise StoreCorrupt(f"episode store {directory} cannot be created: {exc}") from None
         store = cls(directory, db=db, meta=meta, configured=signature,
                     index_min_rows=index_min_rows, nprobes=nprobes,
-                    cache_mb=(index_cache_mb, metadata_cache_mb), io_uring=io_uring)
+                    cache_mb=(index_cache_mb, metadata_cache_mb))
         store.verify()
         if not current_layout(store._table):
             # Written by an older version (one column per field): copied once into today's
@@ -225,7 +219,7 @@ class EpisodeStore:
         The next searches reload the index; searches already running keep the old
         handle."""
         with self._write_lock, self._vendor("reconnect"):
-            db = _connect(self.directory, self._cache_mb, self._io_uring)
+            db = _connect(self.directory, self._cache_mb)
             self._db, self._table = db, self._open_table_in(db, self._meta.table)
             self._learn_unindexed_ids()
         trim_heap()  # the old session's memory, freed, is still the process's until trimmed
@@ -979,49 +973,13 @@ def vector_index(rows: int, partitions: int, *, max_iterations: int = IVF_MAX_IT
                  max_iterations=max_iterations, sample_rate=sample_rate)
 
 
-def _connect(directory: Path, cache_mb: tuple[int, int], io_uring: bool) -> Any:
+def _connect(directory: Path, cache_mb: tuple[int, int]) -> Any:
     """A connection with bounded caches: LanceDB's defaults (6 GB index, 1 GB metadata) let
     every small write's manifest and fragment metadata accumulate, so RSS grows with the
-    writes; bounded, it plateaus. With ``io_uring`` and a kernel that allows it
-    (io_uring_usable), reads go through Lance's io_uring reader (``file+uring://``)
-    instead of a thread hop for each read; writes are the same either way."""
+    writes; bounded, it plateaus."""
     index_mb, metadata_mb = cache_mb
-    uri = f"file+uring://{directory.resolve()}" if io_uring and io_uring_usable() \
-        else str(directory)
-    return lancedb.connect(uri, session=lancedb.Session(
+    return lancedb.connect(str(directory), session=lancedb.Session(
         index_cache_size_bytes=index_mb << 20, metadata_cache_size_bytes=metadata_mb << 20))
-
-
-# io_uring_setup and io_uring_enter: the same numbers on every architecture Linux added
-# them to after the generic table (x86_64 and aarch64 among them).
-_IO_URING_SETUP, _IO_URING_ENTER = 425, 426
-_IO_URING_PARAMS_BYTES = 120  # struct io_uring_params
-
-
-@functools.cache
-def io_uring_usable() -> bool:
-    """Whether this process may use io_uring: a ring of one entry is set up and entered
-    (nothing submitted), then closed. False (logged once, with the reason) on a kernel
-    without it, with it switched off (kernel.io_uring_disabled), or under a seccomp
-    filter that refuses either call with an error (as the systemd unit's does for what
-    @system-service leaves out); Lance's own reader would then panic at its first read."""
-    if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
-        log.info("io_uring not used: not Linux on x86_64 or aarch64; the episode store "
-                 "reads with threads", machine=platform.machine())
-        return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    params = ctypes.create_string_buffer(_IO_URING_PARAMS_BYTES)
-    fd = libc.syscall(_IO_URING_SETUP, 1, params)
-    if fd < 0:
-        reason = os.strerror(ctypes.get_errno())
-    else:
-        entered = libc.syscall(_IO_URING_ENTER, fd, 0, 0, 0, None, 0)
-        reason = os.strerror(ctypes.get_errno()) if entered < 0 else ""
-        os.close(fd)
-    if reason:
-        log.info("io_uring not usable; the episode store reads with threads", reason=reason)
-        return False
-    return True
 
 
 def vendor_problem(exc: BaseException) -> str:

@@ -150,8 +150,7 @@ class Grimoire(KnowledgeMaintenance):
                                          sweep_orphans=owner,
                                          index_min_rows=cfg.index_min_rows,
                                          index_cache_mb=cfg.lance_index_cache_mb,
-                                         metadata_cache_mb=cfg.lance_metadata_cache_mb,
-                                         io_uring=cfg.lance_io_uring)
+                                         metadata_cache_mb=cfg.lance_metadata_cache_mb)
             semantic = SemanticStore.open(data_dir / SEMANTIC_FILE, signature.id, signature.dim)
             return episodes, semantic
 

@@ -20,12 +20,7 @@ from hypothesis import strategies as st
 
 from golem.grimoire import episodes_layout as layout
 from golem.grimoire.embedder import Embedder
-from golem.grimoire.episodes import (
-    MAX_VECTOR_SEGMENTS,
-    VECTOR_FOLD_ROWS,
-    EpisodeStore,
-    io_uring_usable,
-)
+from golem.grimoire.episodes import MAX_VECTOR_SEGMENTS, VECTOR_FOLD_ROWS, EpisodeStore
 from golem.grimoire.episodes_fold import MAX_SMALL_FRAGMENTS, MAX_TEXT_SEGMENTS, TEXT_BASE_SHARE
 from golem.grimoire.errors import (
     GrimoireError,
@@ -334,34 +329,6 @@ def test_ids_written_since_a_fold_are_known_stored_through_every_kind_of_write(
     reopened = open_store(path, sig, index_min_rows=300)
     assert reopened.upsert(everything, clustered(rng, 460, centres)) == 460
     assert reopened.count() == 460
-
-
-def test_reads_through_io_uring_give_what_threads_give(tmp_path: Path,
-                                                        sig: ModelSignature) -> None:
-    """With lance_io_uring (the default) the store reads through Lance's io_uring reader
-    when this kernel allows it (io_uring_usable), else with threads; either way every read
-    answers the same, and writes through either handle are seen by the other."""
-    rng = np.random.default_rng(13)
-    path = tmp_path / "ep"
-    ring = open_store(path, sig, index_min_rows=300)
-    assert ring._db.uri.startswith("file+uring://") == io_uring_usable()
-    centres = unit(rng, 5)
-    ring.upsert([make_episode(i) for i in range(500)], clustered(rng, 500, centres))
-    ring.maybe_build_index()
-    threads = open_store(path, sig, index_min_rows=300, io_uring=False)
-    assert not threads._db.uri.startswith("file+uring://")
-    threads.upsert([make_episode(i) for i in range(500, 520)], clustered(rng, 20, centres))
-    ring.reconnect()  # sees the other handle's write
-    assert ring._db.uri.startswith("file+uring://") == io_uring_usable()
-    query = unit(rng, 1)[0]
-    for store in (ring, threads):
-        assert store.count() == 520
-    assert [(h.id, round(h.score, 6)) for h in ring.search_vector_hits(query, 30, ["main"])] \
-        == [(h.id, round(h.score, 6)) for h in threads.search_vector_hits(query, 30, ["main"])]
-    assert [h.id for h in ring.search_text_hits("WETH 3000", 30, ["main"])] == \
-        [h.id for h in threads.search_text_hits("WETH 3000", 30, ["main"])]
-    ids = [make_episode(i).id for i in (3, 250, 510)]
-    assert ring.get(ids) == threads.get(ids) and len(ring.get(ids)) == 3
 
 
 def test_prefilters_exclude_what_they_should(tmp_path: Path, sig: ModelSignature,
