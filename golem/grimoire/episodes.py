@@ -335,14 +335,15 @@ class EpisodeStore:
         values_sql = {name: sql_value(name, value) for name, value in fields.items()}
         replays = values_sql.pop("replay_count", None)
         with self._write_lock:
-            # LanceDB writes updated rows anew, where the id B-tree does not reach them
-            moved = self._existing(ids) if values_sql and self._unindexed_ids is not None \
-                else set()
+            # Which ids exist, read once (an update does not change it): the replay counts
+            # need it, and so does the knowledge of the rows the id B-tree does not hold,
+            # since LanceDB writes updated rows anew, out of the B-tree's reach.
+            tracked = bool(values_sql) and self._unindexed_ids is not None
+            stored = self._existing(ids) if tracked or replays is not None else set()
             done = self._update_sql(ids, values_sql) if values_sql else 0
-            if self._unindexed_ids is not None:
-                self._unindexed_ids |= moved
+            if tracked and self._unindexed_ids is not None:
+                self._unindexed_ids |= stored
             if replays is not None:
-                stored = self._existing(ids)
                 existing = [i for i in dict.fromkeys(ids) if i in stored]
                 with self._vendor("replay count update"):
                     self._replays.set(existing, int(replays))
