@@ -45,6 +45,7 @@ import anyio
 import anyio.to_thread
 import numpy as np
 from grimoire_ingest import synthetic_episodes  # benchmarks/ is on sys.path when run
+from machine import machine  # benchmarks/ is on sys.path when run
 
 from golem.chain.cursor import CaptureStore
 from golem.chain.follower import Captured, ChainFollower, Idle, Rewound
@@ -375,10 +376,9 @@ def main() -> int:
     args = parser.parse_args()
     sim_rounds, anvil_rounds, anvil_steps = (6, 5, 7) if args.quick else (30, 40, 7)
     configure_logging("warning", "json", open(os.devnull, "w"))  # noqa: SIM115
-    result: dict[str, Any] = {"benchmark": "capture", "python": sys.version.split()[0],
-                              "cpus": os.cpu_count(), "quick": args.quick, "seed": args.seed}
+    result: dict[str, Any] = {"benchmark": "capture", "quick": args.quick, "seed": args.seed}
     texts = [e.text for e in synthetic_episodes(128)]
-    result["machine"] = {"loadavg_start": [round(x, 2) for x in os.getloadavg()],
+    result["machine"] = {**machine(), "loadavg_start": [round(x, 2) for x in os.getloadavg()],
                          "reference_embed_texts_per_s_start": reference_embed(texts)}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from machine import machine  # benchmarks/ is on sys.path when run
 
 from golem.config import load_config
 from golem.consolidation.engine import ConsolidationEngine, EngineParams
@@ -139,7 +140,7 @@ async def bench(n: int, tmp: Path) -> dict[str, Any]:
 
     return {
         "benchmark": "consolidation",
-        "python": sys.version.split()[0],
+        "machine": machine(),
         "episodes": n,
         "setup_ingest_s": round(ingest_s, 2),
         "run_s": round(first.duration_s, 3),

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from machine import machine  # benchmarks/ is on sys.path when run
 
 from golem.config import load_config
 from golem.gamma.rendering import capture_names, rerender
@@ -154,7 +155,7 @@ def main() -> None:
     args = ap.parse_args()
     configure_logging("warning", "json", sys.stderr)
     with tempfile.TemporaryDirectory(prefix="golem-embed-rate-") as tmp:
-        report: dict[str, Any] = {"benchmark": "embed_rate"}
+        report: dict[str, Any] = {"benchmark": "embed_rate", "machine": machine()}
         config = args.config
         if config is None:
             config, totals, wall = run_golem(args.minutes, Path(tmp))

@@ -53,6 +53,7 @@ from typing import Any
 
 import anyio
 import numpy as np
+from machine import machine  # benchmarks/ is on sys.path when run
 
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
 from golem.cognition.model import IDENTITY
@@ -656,7 +657,7 @@ def golem_store(config_path: Path, queries: int) -> dict[str, Any]:
     if not (source / EPISODES_DIR).is_dir() or not (source / SEMANTIC_FILE).is_file():
         raise SystemExit(f"--golem: {source} holds no golem memory ({EPISODES_DIR}/ and "
                          f"{SEMANTIC_FILE}); run the golem first")
-    result: dict[str, Any] = {"benchmark": "governor", "python": sys.version.split()[0],
+    result: dict[str, Any] = {"benchmark": "governor", "machine": machine(),
                               "golem_data_dir": str(source), "namespace": config.golem.name}
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp) / "data"
@@ -712,7 +713,7 @@ def main() -> int:
     n_entries = args.entries or (1000 if args.quick else ENTRIES)
     queries = args.queries or (50 if args.quick else 200)
     ticks = args.ticks or (20 if args.quick else 200)
-    result: dict[str, Any] = {"benchmark": "governor", "python": sys.version.split()[0],
+    result: dict[str, Any] = {"benchmark": "governor", "machine": machine(),
                               "episodes": n, "semantic_entries": n_entries}
     mine = {e.id: e for e in synthetic_episodes(n, other_every=10) if e.namespace == "main"}
     all_ids = list(mine)

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from machine import machine  # benchmarks/ is on sys.path when run
 
 from golem.config import GrimoireSection
 from golem.grimoire.embedder import Embedder
@@ -174,7 +175,7 @@ def main() -> int:
     count = len(episodes)
     result = {
         "benchmark": "grimoire_ingest",
-        "python": sys.version.split()[0],
+        "machine": machine(),
         "episodes": count,
         "stored": stored,
         "ingest_batch": args.batch,

@@ -41,6 +41,7 @@ from typing import Any
 
 import anyio
 import numpy as np
+from machine import machine  # benchmarks/ is on sys.path when run
 
 from golem.config import parse_config
 from golem.grimoire.episodes import EpisodeStore
@@ -226,7 +227,7 @@ def main() -> int:
                 results[str(n)] = measure(n, Path(tmp), args.queries, args.candidates)
         results[str(n)]["peak_rss_mb"] = round(peak_rss_mb(), 1)
         results[str(n)]["heap_tuned"] = heap
-    out = {"benchmark": "grimoire_recall", "python": sys.version.split()[0], "sizes": results,
+    out = {"benchmark": "grimoire_recall", "machine": machine(), "sizes": results,
            "note": "each size runs in its own process; its peak RSS includes building the "
                    "stores (see grimoire_search.py for the steady-state probe)"}
     sys.stdout.write(json.dumps(out, indent=2) + "\n")

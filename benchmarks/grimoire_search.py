@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from machine import machine  # benchmarks/ is on sys.path when run
 
 from golem.config import GrimoireSection
 from golem.grimoire.embedder import Embedder
@@ -209,7 +210,7 @@ def main() -> int:
         return 0
     sizes = [int(s) for s in args.sizes.split(",")]
     result: dict[str, Any] = {
-        "benchmark": "grimoire_search", "python": sys.version.split()[0],
+        "benchmark": "grimoire_search", "machine": machine(),
         "data": f"first {REAL} rows: real embeddings of synthetic DeFi renderings; the rest: "
                 "synthetic vectors (a real vector + noise, normalised); 10% other namespace",
         "k": 10, "prefilter": "namespace IN ('main')", "nprobes": 20,

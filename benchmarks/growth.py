@@ -35,6 +35,7 @@ from typing import Any
 import anyio
 import numpy as np
 import structlog
+from machine import machine  # benchmarks/ is on sys.path when run
 
 from golem.config import load_config
 from golem.consolidation.curator_cycle import CuratorCycle
@@ -278,7 +279,7 @@ async def bench(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     params = sim.params
     return {
         "benchmark": "growth",
-        "python": sys.version.split()[0],
+        "machine": machine(),
         "days": args.days, "delta_interval_s": args.interval_s, "delta_ticks": sim.tick,
         "episodes_per_day": args.rate, "volatile_rate_multiplier": 3,
         "episodes_written": sim.feed.n, "replay_batch": args.replay,

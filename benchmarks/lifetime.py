@@ -74,6 +74,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from machine import machine  # benchmarks/ is on sys.path when run
 
 from golem.config import load_config
 from golem.grimoire.embedder import Embedder
@@ -551,7 +552,7 @@ def main() -> None:
         elif args.restart:  # a dead golem's data dir refuses to start (exit 69)
             out["restart_s"] = None
     out.update(load_avg_1m={"start": round(load[0], 2), "end": round(os.getloadavg()[0], 2)},
-               host_memory={"start": host, "end": host_memory_probe()}, cpus=os.cpu_count())
+               host_memory={"start": host, "end": host_memory_probe()}, machine=machine())
     print(json.dumps(out, indent=1))
 
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import anyio
 import numpy as np
+from machine import machine  # benchmarks/ is on sys.path when run
 
 from golem.config import load_config
 from golem.grimoire.embedder import Embedder
@@ -309,7 +310,8 @@ async def evaluate(config_path: Path, ks: list[int], far: int) -> dict[str, Any]
     runs["bm25"] = [[eps[i].id for i in top]
                     for top in bm25_top([search_text(e) for e in eps], asked, k)]
     runs["dense"] = [[eps[i].id for i in top] for top in dense_top(embedder, texts, asked, k)]
-    report: dict[str, Any] = {"benchmark": "recall_defi", "episodes": len(eps),
+    report: dict[str, Any] = {"benchmark": "recall_defi", "machine": machine(),
+                              "episodes": len(eps),
                               "questions": {q.name: {"text": q.text, "gold": len(q.gold)}
                                             for q in qs}}
     for name, ranked in runs.items():

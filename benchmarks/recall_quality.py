@@ -46,6 +46,7 @@ from typing import Any
 
 import bm25s
 import numpy as np
+from machine import machine  # benchmarks/ is on sys.path when run
 
 from golem.config import parse_config
 from golem.grimoire.embedder import Embedder
@@ -296,7 +297,7 @@ async def main() -> None:
         dense.append([[chat.turns[i].dia_id for i in top]
                       for top in dense_top(embedder, texts, asked, max(ks))])
     report = {
-        "benchmark": "recall_quality",
+        "benchmark": "recall_quality", "machine": machine(),
         "data": str(args.data), "chats": [c.name for c in chats],
         "turns": sum(len(c.turns) for c in chats),
         "questions": sum(len(c.questions) for c in chats),

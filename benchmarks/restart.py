@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from machine import machine  # benchmarks/ is on sys.path when run
+
 from golem.chain.cursor import CaptureStore
 from golem.chain.reorg import BlockWindow, Header
 from golem.chain.snapshots import SNAPSHOT_DIR, read_snapshot, snapshot_files
@@ -114,7 +116,7 @@ def main() -> int:
         built = build(folder, args.days)
         files = snapshot_files(folder)
         result: dict[str, Any] = {
-            "benchmark": "restart", "python": sys.version.split()[0],
+            "benchmark": "restart", "machine": machine(),
             "cpus": os.cpu_count(), "load_1m": round(os.getloadavg()[0], 2),
             "journal": built, "snapshots": len(files),
             "snapshot_bytes": files[0].stat().st_size if files else 0,

@@ -25,9 +25,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 from typing import Any
+
+from machine import machine  # benchmarks/ is on sys.path when run
 
 from golem.chain.evm import Evm, Head
 from golem.chain.market import deploy_market
@@ -148,8 +149,7 @@ def main() -> None:
     before = drive(old, args.seed, args.before_steps, check) if old is not None else None
     report: dict[str, Any] = {
         "benchmark": "sim_evm", "seed": args.seed, "step_s": DT,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "loadavg_1m": round(os.getloadavg()[0], 2)},
+        "machine": {**machine(), "loadavg_1m": round(os.getloadavg()[0], 2)},
         "after_revm": {k: v for k, v in after.items() if not k.startswith("_")},
         "before_py_evm": ({k: v for k, v in before.items() if not k.startswith("_")}
                           if before is not None else "skipped: eth-tester[py-evm] not installed"),
