@@ -22,6 +22,7 @@ import os
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -94,6 +95,11 @@ FTS_REFRESH_ROWS = 1000
 # it reads 2k and keeps the k of highest exact cosine (a larger k, a candidate pool for
 # ordering by quantities, reads k).
 RERANK_UP_TO = 100
+# search_vector_admitted remembers the measures of this many rows' texts by address (~250
+# bytes each), and reads the texts of at most this many unmeasured rows by address; more
+# are read by a search that returns every text (reading 400 texts by address costs more).
+MEASURED_ROWS = 4096
+UNMEASURED_BY_ADDRESS = 100
 # LanceDB's k-means error when the sample holds fewer distinct vectors than partitions
 TOO_FEW_CLUSTERS = "non-empty clusters"
 # Maintenance merges the rows the vector index does not hold into it once this many
@@ -130,6 +136,7 @@ class EpisodeStore:
         # the last fold), when known: from a moment the index held every row, kept by every
         # write through this handle. None: unknown, and id lookups scan those rows instead.
         self._unindexed_ids: set[str] | None = None
+        self._measures = RowMeasures(MEASURED_ROWS)  # search_vector_admitted's, by address
         # Before any layout upgrade: that copy writes the replay_count column as 0.
         self._replays = ReplayCounts.open(directory, self._legacy_replay_counts)
         self._learn_unindexed_ids()
@@ -380,7 +387,10 @@ class EpisodeStore:
     def _learn_unindexed_ids(self) -> None:
         """Know the rows the id B-tree does not hold when it holds them all (a fold just
         indexed every row, or a store is fresh); else forget what was known. Call under
-        the write lock, or before the store is shared."""
+        the write lock, or before the store is shared, whenever the handle is (re)opened:
+        it also forgets the measures remembered by row address, since a table opened anew
+        (a table switch) may hold other rows at the same addresses."""
+        self._measures.clear()
         stats = self._table.index_stats(ID_INDEX)
         self._unindexed_ids = set() if stats is not None and stats.num_unindexed_rows == 0 \
             else None
@@ -463,53 +473,79 @@ class EpisodeStore:
                 for row, similarity, vec in found]
 
     def search_vector_admitted(self, vector: np.ndarray, k: int, namespaces: Sequence[str],
-                               admit: Callable[[str], bool], *,
+                               measure: Callable[[str], float | None],
+                               admit: Callable[[float | None], bool], *,
                                protocol: str | None = None, category: str | None = None,
                                since: float | None = None, until: float | None = None,
                                ) -> list[Found]:
         """Of the ``k`` rows search_vector_hits would return, those whose stored text (the
-        rendering, then its identifiers line) ``admit`` accepts, as search_vector_hits
-        returns them (exact cosine, best first). A first pass reads only the texts and the
-        rows' addresses (and the vectors, when the index's rows are re-ranked: k <=
-        RERANK_UP_TO); only the admitted rows are read in full, by address, so a selective
-        ``admit`` reads little. Should a write through this handle from another thread
-        remove some of them between the two reads (the Grimoire serialises its calls on one
-        thread, so only another caller could), both reads are made again by id."""
+        rendering, then its identifiers line) ``admit`` accepts the ``measure`` of, as
+        search_vector_hits returns them (exact cosine, best first).
+
+        ``measure`` must be a pure function of a text: its value for a row is remembered by
+        the row's address (up to MEASURED_ROWS of them, until the table is reopened), and
+        an address never names another text while a table lives (LanceDB writes changed
+        or compacted rows at new addresses and keeps the old ones unused). So the search
+        reads the rows' addresses alone (and the vectors, when the index's rows are
+        re-ranked: k <= RERANK_UP_TO), the texts only of the rows not measured yet, and
+        only the admitted rows in full, by address. Should a write through this handle
+        from another thread remove some of them between the reads (the Grimoire
+        serialises its calls on one thread, so only another caller could), the search is
+        made again by id, reading every text."""
         query = self._query_vector(vector)
         where = self._prefilter(namespaces, since, until, protocol, category)
         if k < 1 or not namespaces:
             return []
 
-        def admitted(key: str) -> list[str]:
-            """The ``key`` column's values (as text) of the admitted rows among the k
-            nearest."""
+        def nearest(columns: list[str], key: str) -> tuple[list[Any], Any]:
+            """The k nearest rows' ``key`` values, best first, and the search's table."""
             reranked = self._fetched(k) > k
-            found = self._nearest(query, where, k, [*(["id"] if key == "id" else []), "text"],
-                                  vectors=reranked, row_ids=key == "_rowid")
-            texts, keys = found["text"].to_pylist(), found[key].to_pylist()
+            found = self._nearest(query, where, k, columns, vectors=reranked,
+                                  row_ids=key == "_rowid")
             if reranked:  # the same k rows search_vector_hits keeps
-                nearest = self._best(arrow_vectors(found, self.signature.dim) @ query, k)
-                keys, texts = [keys[i] for i in nearest], [texts[i] for i in nearest]
-            return [str(value) for value, text in zip(keys, texts, strict=True)
-                    if admit(str(text))]
+                found = found.take(self._best(arrow_vectors(found, self.signature.dim)
+                                              @ query, k))
+            return found[key].to_pylist(), found
 
-        def read(key: str, values: list[str]) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
-            rows: list[dict[str, Any]] = []
-            vectors: list[np.ndarray] = []
-            for chunk in id_chunks(values):
-                clause = (sql_in(key, chunk) if key == "id" else  # addresses: integers
-                          f"{key} IN ({', '.join(chunk)})")
-                table = _run(self._query().where(clause)
-                             .select(["id", *ROW_COLUMNS, "vector"]).limit(len(chunk)))
-                vectors.append(arrow_vectors(table, self.signature.dim))
-                rows += table.drop_columns(["vector"]).to_pylist()
-            return rows, vectors
+        def by_address() -> list[int] | None:
+            """The admitted rows' addresses, best first; None if a row went meanwhile."""
+            addresses: list[int] = []
+            values: dict[int, float | None] = {}
+            if self._measures.knows(measure):
+                addresses, _ = nearest([], "_rowid")
+                values = self._measures.known(measure, addresses)
+            unknown = [a for a in addresses if a not in values] if values else None
+            if unknown is None or len(unknown) > UNMEASURED_BY_ADDRESS:
+                # nothing measured yet, or too much: one search reads the texts cheaper
+                addresses, found = nearest(["text"], "_rowid")
+                values = dict(zip(addresses, map(measure, found["text"].to_pylist()),
+                                  strict=True))
+                self._measures.learn(measure, values)
+            elif unknown:
+                found = _run(self._handle().take_row_ids(unknown).select(["text"])
+                             .with_row_id())
+                learned = dict(zip(found["_rowid"].to_pylist(),
+                                   map(measure, found["text"].to_pylist()), strict=True))
+                if learned.keys() != set(unknown):
+                    return None
+                values.update(learned)
+                self._measures.learn(measure, learned)
+            return [a for a in addresses if admit(values[a])]
+
+        def read(addresses: list[int]) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
+            table = _run(self._handle().take_row_ids(addresses)
+                         .select(["id", *ROW_COLUMNS, "vector"]))
+            return (table.drop_columns(["vector"]).to_pylist(),
+                    [arrow_vectors(table, self.signature.dim)])
 
         with self._vendor("vector search"):
-            addresses = admitted("_rowid")
-            rows, vectors = read("_rowid", addresses)
-            if len(rows) != len(addresses):  # rows went between the two reads
-                rows, vectors = read("id", admitted("id"))
+            addresses = by_address()
+            rows, vectors = read(addresses) if addresses else ([], [])
+            if addresses is None or len(rows) != len(addresses):  # rows went between reads
+                ids, found = nearest(["id", "text"], "id")
+                admitted = [str(i) for i, t in zip(ids, found["text"].to_pylist(), strict=True)
+                            if admit(measure(str(t)))]
+                rows, vectors = self._rows_by_id(admitted)
         if not rows:
             return []
         matrix = np.vstack(vectors)
@@ -657,13 +693,28 @@ class EpisodeStore:
         return rows
 
     def _query(self) -> Any:
-        """A query on the table's asynchronous handle (the one inside the synchronous
-        table, so it sees every commit), run by ``_run``."""
+        """A query on the table's asynchronous handle, run by ``_run``."""
+        return self._handle().query()
+
+    def _handle(self) -> AsyncTable:
+        """The table's asynchronous handle (the one inside the synchronous table, so it
+        sees every commit)."""
         handle = getattr(self._table, "_table", None)
         if not isinstance(handle, AsyncTable):  # lancedb is pinned; a new one needs a look
             raise GrimoireError(f"lancedb {lancedb.__version__}: the table has no "
                                 "asynchronous handle; this version is not supported")
-        return handle.query()
+        return handle
+
+    def _rows_by_id(self, ids: list[str]) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
+        """The rows of ``ids`` (those that exist) with their vectors, in no order."""
+        rows: list[dict[str, Any]] = []
+        vectors: list[np.ndarray] = []
+        for chunk in id_chunks(ids):
+            table = _run(self._query().where(sql_in("id", chunk))
+                         .select(["id", *ROW_COLUMNS, "vector"]).limit(len(chunk)))
+            vectors.append(arrow_vectors(table, self.signature.dim))
+            rows += table.drop_columns(["vector"]).to_pylist()
+        return rows, vectors
 
     def count(self, namespaces: Sequence[str] | None = None) -> int:
         if namespaces is not None and not namespaces:
@@ -1008,3 +1059,52 @@ def _time_sql(value: float) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InvalidMemory(f"time bound: must be a finite number, got {value!r}")
     return repr(float(value))
+
+
+class RowMeasures:
+    """Values of pure functions of rows' texts, by (function, row address): at most
+    ``size`` of them, the least recently used out first. Thread-safe."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._values: OrderedDict[tuple[Callable[[str], float | None], int], float | None] \
+            = OrderedDict()
+        self._held: dict[Callable[[str], float | None], int] = {}  # values per function
+        self._lock = threading.Lock()
+
+    def knows(self, measure: Callable[[str], float | None]) -> bool:
+        """Whether any row's value of ``measure`` is held."""
+        with self._lock:
+            return measure in self._held
+
+    def known(self, measure: Callable[[str], float | None],
+              addresses: Sequence[int]) -> dict[int, float | None]:
+        """The held values of ``measure`` among ``addresses``, each marked recently used."""
+        out: dict[int, float | None] = {}
+        with self._lock:
+            for address in addresses:
+                key = (measure, address)
+                if key in self._values:
+                    self._values.move_to_end(key)
+                    out[address] = self._values[key]
+        return out
+
+    def learn(self, measure: Callable[[str], float | None],
+              values: dict[int, float | None]) -> None:
+        with self._lock:
+            for address, value in values.items():
+                key = (measure, address)
+                if key not in self._values:
+                    self._held[measure] = self._held.get(measure, 0) + 1
+                self._values[key] = value
+                self._values.move_to_end(key)
+            while len(self._values) > self._size:
+                (gone, _), _ = self._values.popitem(last=False)
+                self._held[gone] -= 1
+                if not self._held[gone]:
+                    del self._held[gone]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+            self._held.clear()

@@ -144,16 +144,16 @@ def measure(text: str, unit: str | None, role: str | None) -> float | None:
     return max(values) if values else None
 
 
-def moves_past(intent: Intent) -> Callable[[str], bool] | None:
-    """For a threshold on a move ("above 5 percent"): whether a text's first move passes
-    it, as arrange decides; None for any other intent. Such a text is all the threshold
-    reads, so a record that fails it can be skipped before it is decoded."""
+def move_admits(intent: Intent) -> Callable[[float | None], bool] | None:
+    """For a threshold on a move ("above 5 percent"): whether a text's first move
+    (``first_move``, None when it states none) passes it, as arrange decides; None for any
+    other intent. A text's first move is all the threshold reads, so a record that fails
+    it can be skipped before it is decoded."""
     threshold = intent.threshold
     if threshold is None or threshold.unit != "%":
         return None
 
-    def passes(text: str) -> bool:
-        move = first_move(text)
+    def passes(move: float | None) -> bool:
         return move is not None and threshold.passes(move)
     return passes
 

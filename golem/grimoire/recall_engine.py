@@ -32,7 +32,7 @@ from golem.grimoire.decay import half_lives_from_config
 from golem.grimoire.episodes_schema import Found
 from golem.grimoire.errors import GrimoireError
 from golem.grimoire.fusion import rrf
-from golem.grimoire.quantities import Measured, arrange, compared, moves_past
+from golem.grimoire.quantities import Measured, arrange, compared, first_move, move_admits
 from golem.grimoire.query_numbers import Anchor, Intent
 from golem.grimoire.query_words import TimeWindow, asks_why, hex_identifiers, topic_text
 from golem.grimoire.records import DecayClass, EntryType, Episode, Pad, SemanticEntry, Status
@@ -300,14 +300,14 @@ def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray,
     if not isinstance(record, Episode) or "episode" not in f.kinds:
         return []
     best = max((c.similarity for c in pool.values()), default=0.0)
-    admit = moves_past(intent)
+    admit = move_admits(intent)
     if admit is None:
         found = g.episodes.search_vector_hits(vector, QUANTITY_CANDIDATES, ns, since=f.since,
                                               until=f.until, protocol=record.protocol,
                                               category=record.category)
     else:  # only the rows that pass are read in full
         found = g.episodes.search_vector_admitted(
-            vector, QUANTITY_CANDIDATES, ns, admit, since=f.since, until=f.until,
+            vector, QUANTITY_CANDIDATES, ns, first_move, admit, since=f.since, until=f.until,
             protocol=record.protocol, category=record.category)
     if newest_before is not None:
         found += [hit for hit in g.episodes.newest_hits(
@@ -317,7 +317,7 @@ def _same_kind(g: RecallStores, scored: Sequence[rc.Hit], vector: np.ndarray,
     extra = []
     for hit in found:
         key = f"episode:{hit.id}"
-        if key in known or (admit is not None and not admit(hit.row["text"])):
+        if key in known or (admit is not None and not admit(first_move(hit.row["text"]))):
             continue
         cand = pool.get(key) or rc.Candidate("episode", hit.id, similarity=hit.score,
                                             dense=over_best(hit.score, best))

@@ -20,7 +20,12 @@ from hypothesis import strategies as st
 
 from golem.grimoire import episodes_layout as layout
 from golem.grimoire.embedder import Embedder
-from golem.grimoire.episodes import MAX_VECTOR_SEGMENTS, VECTOR_FOLD_ROWS, EpisodeStore
+from golem.grimoire.episodes import (
+    MAX_VECTOR_SEGMENTS,
+    VECTOR_FOLD_ROWS,
+    EpisodeStore,
+    RowMeasures,
+)
 from golem.grimoire.episodes_fold import MAX_SMALL_FRAGMENTS, MAX_TEXT_SEGMENTS, TEXT_BASE_SHARE
 from golem.grimoire.errors import (
     GrimoireError,
@@ -28,6 +33,7 @@ from golem.grimoire.errors import (
     SignatureMismatch,
     StoreCorrupt,
 )
+from golem.grimoire.quantities import first_move
 from golem.grimoire.records import Episode, EpisodeFacts, Pad, Provenance, Source, episode_id
 from golem.grimoire.signature import ModelSignature
 
@@ -893,23 +899,101 @@ def test_an_admitted_search_returns_the_nearest_rows_whose_text_passes(
 
     for k in (50, 400):
         every = store.search_vector_hits(query, k, ["main"])
-        admitted = store.search_vector_admitted(query, k, ["main"], falls)
+        admitted = store.search_vector_admitted(query, k, ["main"], first_move, fell)
         expected = [h for h in every if falls(h.row["text"])]
         assert 0 < len(admitted) < len(every)
         assert [h.id for h in admitted] == [h.id for h in expected]
         np.testing.assert_allclose([h.score for h in admitted], [h.score for h in expected],
                                    atol=1e-6)
         assert [h.episode() for h in admitted] == [h.episode() for h in expected]
-    assert store.search_vector_admitted(query, 50, ["main"], lambda text: False) == []
-    assert store.search_vector_admitted(query, 50, [], falls) == []
+    assert store.search_vector_admitted(query, 50, ["main"], first_move,
+                                        lambda move: False) == []
+    assert store.search_vector_admitted(query, 50, [], first_move, fell) == []
     # rows deleted in place (their files keep them): the admitted rows are read by
     # address, and a deleted row's address is not read back
     gone = [h.id for h in store.search_vector_hits(query, 400, ["main"])[::3]]
     assert store.delete(gone) == len(gone)
     every = store.search_vector_hits(query, 400, ["main"])
-    admitted = store.search_vector_admitted(query, 400, ["main"], falls)
+    admitted = store.search_vector_admitted(query, 400, ["main"], first_move, fell)
     assert not {h.id for h in admitted} & set(gone)
     assert [h.id for h in admitted] == [h.id for h in every if falls(h.row["text"])]
+
+
+def fell(move: float | None) -> bool:
+    """The admitted searches' threshold: a fall."""
+    return move is not None and move < 0
+
+
+class CountedMove:
+    """first_move, counting the texts it is asked about."""
+
+    def __init__(self) -> None:
+        self.texts = 0
+
+    def __call__(self, text: str) -> float | None:
+        self.texts += 1
+        return first_move(text)
+
+
+def test_an_admitted_search_remembers_its_measures_by_address_through_every_write(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    """A second admitted search measures no text again, and one after writes measures
+    only the rows it has not seen; after appends, updates (rows rewritten), deletes, a
+    fold's compaction and a reconnect, every answer is the one a fresh search gives."""
+    rng = np.random.default_rng(11)
+    store = open_store(tmp_path / "ep", sig, index_min_rows=300)
+    centers = unit(rng, 6)
+
+    def answers(i: int) -> list[Episode]:
+        return [make_episode(j, text=f"Answer {'down 3.2%' if j % 4 == 0 else 'up 0.4%'} {j}")
+                for j in range(i, i + 300)]
+
+    store.upsert(answers(0), clustered(rng, 300, centers))
+    assert store.maybe_build_index() is True
+    query = unit(rng, 1)[0]
+    move = CountedMove()
+
+    def check(k: int = 200) -> None:
+        expected = [h for h in store.search_vector_hits(query, k, ["main"])
+                    if fell(first_move(h.row["text"]))]
+        admitted = store.search_vector_admitted(query, k, ["main"], move, fell)
+        assert expected and [h.id for h in admitted] == [h.id for h in expected]
+        assert [h.episode() for h in admitted] == [h.episode() for h in expected]
+
+    check()
+    assert move.texts == 200  # the first search measures every text it reads
+    check()
+    assert move.texts == 200  # the second reads addresses alone
+    store.upsert(answers(300)[:30], clustered(rng, 30, centers))
+    before = move.texts
+    check()
+    assert 0 < move.texts - before <= 30  # only the new rows near the query
+    some = [h.id for h in store.search_vector_hits(query, 200, ["main"])[::5]]
+    assert store.update(some, importance=0.9) == len(some)  # written anew, at new addresses
+    check()
+    assert store.delete(some[::2]) == len(some[::2])
+    check()
+    store.optimize(older_than_s=0)  # compaction moves rows to new fragments
+    check()
+    store.reconnect()  # a reopened table forgets what it measured
+    before = move.texts
+    check()
+    assert move.texts - before == 200
+
+
+def test_row_measures_keep_the_most_recently_used() -> None:
+    measures = RowMeasures(3)
+    assert not measures.knows(first_move)
+    measures.learn(first_move, {1: 1.0, 2: None, 3: -2.0})
+    assert measures.known(first_move, [3, 1, 9]) == {3: -2.0, 1: 1.0}  # 2 is now the oldest
+    measures.learn(first_move, {4: 0.5})
+    assert measures.known(first_move, [1, 2, 3, 4]) == {1: 1.0, 3: -2.0, 4: 0.5}
+    assert not measures.knows(len) and measures.known(len, [1, 3]) == {}  # per function
+    measures.learn(len, {7: 7.0})
+    assert measures.known(first_move, [1, 2, 3, 4]) == {3: -2.0, 4: 0.5}
+    assert measures.knows(len) and measures.knows(first_move)
+    measures.clear()
+    assert not measures.knows(first_move) and measures.known(len, [7]) == {}
 
 
 class WrittenBetweenReads(EpisodeStore):
@@ -952,7 +1036,7 @@ def test_an_admitted_search_whose_rows_change_between_its_reads_reads_them_by_id
         return "down" in text
 
     written = WrittenBetweenReads.open(path, sig, index_min_rows=300)
-    admitted = written.search_vector_admitted(query, 200, ["main"], falls)
+    admitted = written.search_vector_admitted(query, 200, ["main"], first_move, fell)
     assert len(WrittenBetweenReads.deleted) > 5
     every = written.search_vector_hits(query, 200, ["main"])
     expected = [h for h in every if falls(h.row["text"])]

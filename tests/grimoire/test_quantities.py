@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,9 +14,9 @@ from golem.grimoire.quantities import (
     arrange,
     compared,
     first_move,
-    moves_past,
+    move_admits,
 )
-from golem.grimoire.query_numbers import read_intent
+from golem.grimoire.query_numbers import Intent, read_intent
 
 FEED = "episode:oracle:AnswerUpdated:0xfeed"
 SWAP = "episode:swap:Swap:0xpool"
@@ -141,8 +143,14 @@ def test_an_order_compares_events_over_an_entry_that_restates_their_words() -> N
     assert theta.threshold is not None and compared(items, theta) == 0
 
 
+def admits_text(intent: Intent) -> Callable[[str], bool] | None:
+    """Whether a text passes the intent's threshold on a move, as recall asks it."""
+    admits = move_admits(intent)
+    return None if admits is None else (lambda text: admits(first_move(text)))
+
+
 def test_a_move_threshold_reads_the_first_move_of_a_text() -> None:
-    passes = moves_past(read_intent("When did the ETH price feed last fall more than 2%?"))
+    passes = admits_text(read_intent("When did the ETH price feed last fall more than 2%?"))
     assert passes is not None
     assert passes("Answer down 2.6% from the previous one; market falling: price -0.1%")
     # the event's own move decides, not the market's, and a rise is not a fall
@@ -150,7 +158,7 @@ def test_a_move_threshold_reads_the_first_move_of_a_text() -> None:
     assert not passes("Answer up 4.1% from the previous one")
     assert not passes("Answer unchanged from the previous one")
     assert not passes("Chainlink price update\n0xfeed 0xabc")  # no move stated
-    either = moves_past(read_intent("oracle update above 5 percent"))
+    either = admits_text(read_intent("oracle update above 5 percent"))
     assert either is not None and either("Answer up 5.2%") and either("Answer down 6%")
-    assert moves_past(read_intent("the biggest WETH sold")) is None  # no threshold
-    assert moves_past(read_intent("borrows above 1,000 USDC")) is None  # not a move
+    assert admits_text(read_intent("the biggest WETH sold")) is None  # no threshold
+    assert admits_text(read_intent("borrows above 1,000 USDC")) is None  # not a move
