@@ -45,7 +45,7 @@ import anyio
 import anyio.to_thread
 import numpy as np
 from grimoire_ingest import synthetic_episodes  # benchmarks/ is on sys.path when run
-from machine import machine  # benchmarks/ is on sys.path when run
+from machine import embed_compute, machine  # benchmarks/ is on sys.path when run
 
 from golem.chain.cursor import CaptureStore
 from golem.chain.follower import Captured, ChainFollower, Idle, Rewound
@@ -362,7 +362,8 @@ def daemon_anvil(folder: Path, node: AnvilNode, seed: int, chain: dict[str, Any]
 
 def reference_embed(texts: list[str]) -> float:
     """Raw embedder texts/s on grimoire_ingest's synthetic texts: how busy the machine is."""
-    embedder = Embedder.load(MODEL_DIR, GrimoireSection().embed_batch_size)
+    embedder = Embedder.load(MODEL_DIR, GrimoireSection().embed_batch_size,
+                             compute=embed_compute())
     embedder.embed(texts[:8])  # warm-up
     began = time.perf_counter()
     embedder.embed(texts)

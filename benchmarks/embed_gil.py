@@ -25,6 +25,7 @@ import anyio
 from golem.config import load_config
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.model_choice import choose_compute
 from golem.grimoire.records import Episode
 from golem.logging import configure_logging
 
@@ -59,8 +60,10 @@ def main() -> None:
     for e in sorted(eps, key=lambda e: (e.observed_at, e.block_number, e.log_index)):
         ticks[e.tick].append(e.text)
     calls = list(ticks.values())[: args.calls]
-    model_dir = load_config(args.config).grimoire.model_dir
-    embedders = {t: Embedder.load(model_dir, 1, threads=t) for t in (1, 2)}
+    config = load_config(args.config)
+    compute = choose_compute(config).compute  # the golem's own graph
+    embedders = {t: Embedder.load(config.grimoire.model_dir, 1, threads=t, compute=compute)
+                 for t in (1, 2)}
     variants = [(t, mode) for t in (1, 2) for mode in MODES]
     spent = dict.fromkeys(variants, 0.0)
     default_interval = sys.getswitchinterval()

@@ -44,6 +44,7 @@ from golem.config import load_config
 from golem.gamma.rendering import capture_names, rerender
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.model_choice import choose_compute
 from golem.grimoire.records import Episode
 from golem.logging import configure_logging
 
@@ -106,9 +107,9 @@ def measure(config_path: Path, with_rerender: bool, rounds: int) -> dict[str, An
         names = capture_names(config)
         sets["rerendered"] = [rerender(e, names) or e for e in eps]
     cfg = config.grimoire
-    by_batch = {cfg.embed_batch_size: Embedder.load(cfg.model_dir, cfg.embed_batch_size)}
-    by_batch.setdefault(1, Embedder.load(cfg.model_dir, 1))
-    by_batch.setdefault(32, Embedder.load(cfg.model_dir, 32))
+    compute = choose_compute(config).compute  # the graph the golem embedded with
+    by_batch = {size: Embedder.load(cfg.model_dir, size, compute=compute)
+                for size in dict.fromkeys((cfg.embed_batch_size, 1, 32))}
     # Every chunk of ~64 texts is embedded by every variant in turn (the order rotating),
     # so they all see the same machine: shared cores swing 2x within seconds.
     seconds: dict[tuple[str, str], list[float]] = defaultdict(list)

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from machine import machine  # benchmarks/ is on sys.path when run
+from machine import embed_compute, machine  # benchmarks/ is on sys.path when run
 
 from golem.config import GrimoireSection
 from golem.grimoire.embedder import Embedder
@@ -146,7 +146,7 @@ def main() -> int:
     args = parser.parse_args()
     episodes = synthetic_episodes(args.episodes)
     started = time.perf_counter()
-    embedder = Embedder.load(MODEL_DIR, args.embed_batch)
+    embedder = Embedder.load(MODEL_DIR, args.embed_batch, compute=embed_compute())
     load_s = time.perf_counter() - started
     raw_s = ingest_s = upsert_s = 0.0
     upserts: list[float] = []

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from machine import machine  # benchmarks/ is on sys.path when run
+from machine import embed_compute, machine  # benchmarks/ is on sys.path when run
 
 from golem.config import GrimoireSection
 from golem.grimoire.embedder import Embedder
@@ -60,7 +60,7 @@ EMBED_BATCH = [CFG.embed_batch_size]  # --embed-batch overrides before the first
 @cache
 def embedder() -> Embedder:
     """One model per process, loaded on first use."""
-    return Embedder.load(MODEL_DIR, EMBED_BATCH[0])
+    return Embedder.load(MODEL_DIR, EMBED_BATCH[0], compute=embed_compute())
 
 
 @cache

@@ -79,6 +79,7 @@ from machine import machine  # benchmarks/ is on sys.path when run
 from golem.config import load_config
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.grimoire import Grimoire
+from golem.grimoire.model_choice import choose_compute
 from golem.grimoire.records import Episode
 from golem.logging import configure_logging
 from golem.mortality.death import read_death
@@ -418,8 +419,11 @@ def sample_ticks(config_path: Path, texts: int, seed: int) -> list[list[str]]:
 
 
 def standalone_rate(config_path: Path, calls: list[list[str]]) -> dict[str, Any]:
-    cfg = load_config(config_path).grimoire
-    embedder = Embedder.load(cfg.model_dir, cfg.embed_batch_size)
+    config = load_config(config_path)
+    cfg = config.grimoire
+    # the graph the golem embedded with (its store's)
+    embedder = Embedder.load(cfg.model_dir, cfg.embed_batch_size,
+                             compute=choose_compute(config).compute)
     embedder.embed(calls[0] if calls else ["warm up"])
     started = time.perf_counter()
     for texts in calls:

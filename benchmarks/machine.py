@@ -13,6 +13,9 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from golem.grimoire.compute import COMPUTES, Compute, cpu, preferred
+
+COMPUTE_ENV = "BENCH_EMBED_COMPUTE"
 # The instruction sets that change which kernels onnxruntime, numpy and LanceDB run.
 ISA_OF_NOTE = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16",
                "amx_int8", "asimddp", "sve")
@@ -34,4 +37,19 @@ def machine(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
         model = platform.processor() or "unknown"
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"cpu": model, "isa": [f for f in ISA_OF_NOTE if f in flags], "cores": cores,
-            "arch": platform.machine(), "python": platform.python_version()}
+            "arch": platform.machine(), "python": platform.python_version(),
+            "embed_compute": embed_compute()}
+
+
+def embed_compute() -> Compute:
+    """The graph a benchmark that loads its own embedder runs: $BENCH_EMBED_COMPUTE
+    (``int8`` or ``float``) when set, else what ``grimoire.embed_compute = "auto"``
+    gives a new store on this CPU. Benchmarks that run a golem's config measure what
+    that config chose instead."""
+    value = os.environ.get(COMPUTE_ENV, "")
+    if not value:
+        return preferred(cpu())
+    for compute in COMPUTES:
+        if value == compute:
+            return compute
+    raise SystemExit(f"{COMPUTE_ENV}={value!r}: one of {', '.join(COMPUTES)}")

@@ -41,7 +41,7 @@ from typing import Any
 
 import anyio
 import numpy as np
-from machine import machine  # benchmarks/ is on sys.path when run
+from machine import embed_compute, machine  # benchmarks/ is on sys.path when run
 
 from golem.config import load_config
 from golem.grimoire.embedder import Embedder
@@ -280,7 +280,8 @@ def run_golem(hours: float, directory: Path) -> Path:
 
 async def evaluate(config_path: Path, ks: list[int], far: int) -> dict[str, Any]:
     config = load_config(config_path)
-    embedder = Embedder.load(REPO / "models" / "all-minilm-l6-v2-int8", 1)
+    embedder = Embedder.load(REPO / "models" / "all-minilm-l6-v2-int8", 1,
+                             compute=embed_compute())
     grimoire = await Grimoire.open(config, now=lambda: 0.0, embedder=embedder)
     try:
         eps: list[Episode] = await grimoire.scan_episodes(

@@ -46,7 +46,7 @@ from typing import Any
 
 import bm25s
 import numpy as np
-from machine import machine  # benchmarks/ is on sys.path when run
+from machine import embed_compute, machine  # benchmarks/ is on sys.path when run
 
 from golem.config import parse_config
 from golem.grimoire.embedder import Embedder
@@ -278,7 +278,7 @@ async def main() -> None:
     ks = sorted(int(k) for k in args.k.split(","))
     weights = parse_weights(args.weights)
     chats = [load_chat(p) for p in chat_paths(args.data, args.chats)]
-    embedder = Embedder.load(MODEL_DIR, 1)
+    embedder = Embedder.load(MODEL_DIR, 1, compute=embed_compute())
     grim, bm25, dense = [], [], []
     runs: list[GrimoireRun] = []
     recall_started = time.perf_counter()

@@ -384,6 +384,7 @@ def test_install_model_is_idempotent_and_repairs(tmp_path: Path) -> None:
     manifest = json.loads((dest / "manifest.json").read_text(encoding="utf-8"))
     assert set(manifest["files"]) == {
         "model.onnx",
+        "model-float.onnx",
         "tokenizer.json",
         "tokenizer_config.json",
         "special_tokens_map.json",
@@ -391,6 +392,17 @@ def test_install_model_is_idempotent_and_repairs(tmp_path: Path) -> None:
     }
     source = manifest["onnx_source_file"]["sha256"]
     assert manifest["compact"] and manifest["files"]["model.onnx"]["sha256"] != source
+    computes = manifest["computes"]
+    assert computes["int8"]["file"] == "model.onnx"
+    assert computes["int8"]["vector_space"] == manifest["vector_space"] != source
+    # the float graph's vectors are the source's bit for bit, so its space is the source's
+    assert computes["float"] == {"file": "model-float.onnx", "vector_space": source,
+                                 "compact": computes["float"]["compact"]}
+    assert "model ok" in install()
+
+    floats = dest / "model-float.onnx"
+    floats.write_bytes(floats.read_bytes()[:-10])  # truncated
+    assert "model rebuilt" in install()
     assert "model ok" in install()
 
     onnx = dest / "model.onnx"

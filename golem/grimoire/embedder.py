@@ -29,12 +29,13 @@ import onnxruntime as ort  # type: ignore[import-untyped]  # fastembed's runtime
 from fastembed import TextEmbedding
 from fastembed.common.model_description import ModelSource, PoolingType
 
+from golem.grimoire.compute import COMPUTES, Compute
 from golem.grimoire.errors import EmbedderUnavailable, GrimoireError, InvalidMemory
 from golem.grimoire.shapes import episode_shape
 from golem.grimoire.signature import ModelSignature, preprocess_hash
 from golem.runtime.heap import trim_heap
 
-MODEL_FILE = "model.onnx"
+MODEL_FILE = "model.onnx"  # the int8 graph; every model directory has it
 MANIFEST_FILE = "manifest.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "config.json")
@@ -49,15 +50,17 @@ SHAPE_CACHE_SIZE = 4096  # episode shapes' vectors kept (6 MB)
 _register_lock = threading.Lock()
 
 
-def _register() -> None:
-    """add_custom_model raises when a name is registered twice in one process."""
+def _register(model_file: str) -> str:
+    """fastembed's name for the graph in ``model_file``, registered once (add_custom_model
+    raises when a name is registered twice in one process)."""
+    name = FASTEMBED_NAME if model_file == MODEL_FILE else f"{FASTEMBED_NAME}/{model_file}"
     with _register_lock:
         known = {m["model"].lower() for m in TextEmbedding.list_supported_models()}
-        if FASTEMBED_NAME.lower() in known:
-            return
-        TextEmbedding.add_custom_model(
-            model=FASTEMBED_NAME, pooling=PoolingType.MEAN, normalization=NORMALIZE,
-            sources=ModelSource(hf="golem/none"), dim=DIM, model_file=MODEL_FILE)
+        if name.lower() not in known:
+            TextEmbedding.add_custom_model(
+                model=name, pooling=PoolingType.MEAN, normalization=NORMALIZE,
+                sources=ModelSource(hf="golem/none"), dim=DIM, model_file=model_file)
+    return name
 
 
 def _sha256(path: Path) -> str:
@@ -74,7 +77,7 @@ def default_threads() -> int:
     return max(1, min(os.cpu_count() or 1, 2))
 
 
-def _stop_spinning(model: TextEmbedding, model_dir: Path, threads: int) -> None:
+def _stop_spinning(model: TextEmbedding, model_path: Path, threads: int) -> None:
     """Rebuild fastembed's onnxruntime session with idle workers that sleep, not spin.
 
     By default a worker spins after each run; on 2 shared cores that steals the core
@@ -95,38 +98,83 @@ def _stop_spinning(model: TextEmbedding, model_dir: Path, threads: int) -> None:
     options.enable_mem_pattern = False  # lower peak on ingest batches, same speed
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    inner.model = ort.InferenceSession(str(model_dir / MODEL_FILE), sess_options=options,
+    inner.model = ort.InferenceSession(str(model_path), sess_options=options,
                                        providers=["CPUExecutionProvider"])
     trim_heap()  # loading the model frees many temporaries
 
 
-def read_signature(model_dir: Path) -> ModelSignature:
-    """The model directory's signature, read from its manifest with the model file's hash
-    checked; EmbedderUnavailable (exit 78) naming what is missing or altered."""
+def _manifest(model_dir: Path) -> dict[str, Any]:
     missing = [n for n in (MODEL_FILE, MANIFEST_FILE, *TOKENIZER_FILES)
                if not (model_dir / n).is_file()]
     if missing:
         raise EmbedderUnavailable(f"embedding model not found at {model_dir}; {SETUP_HINT}"
                                   f" (missing: {', '.join(missing)})")
     try:
-        manifest: dict[str, Any] = json.loads((model_dir / MANIFEST_FILE).read_text("utf-8"))
+        manifest = json.loads((model_dir / MANIFEST_FILE).read_text("utf-8"))
+        if not isinstance(manifest, dict):
+            raise ValueError("the manifest is not an object")
+        return manifest
+    except (OSError, ValueError) as exc:
+        raise EmbedderUnavailable(f"embedding model at {model_dir} is unreadable ({exc}); "
+                                  f"{SETUP_HINT}") from None
+
+
+def _graphs(manifest: dict[str, Any], on_disk: str) -> dict[Compute, tuple[str, str]]:
+    """compute -> (file, vector space). The signature names the vector space, not the
+    file: set-up's rewrites (golem.grimoire.model_compact) record the space their
+    numbers belong to. Older manifests have one graph, int8 compute or (before the int8
+    rewrite) bit-identical to its source; a manifest without a source is a plain copy."""
+    computes = manifest.get("computes")
+    if isinstance(computes, dict):
+        return {c: (str(computes[c]["file"]), str(computes[c]["vector_space"]))
+                for c in COMPUTES if c in computes}
+    version = str(manifest.get("vector_space")
+                  or manifest.get("onnx_source_file", {}).get("sha256", on_disk))
+    return {"int8": (MODEL_FILE, version)}
+
+
+def offered(model_dir: Path) -> dict[Compute, str]:
+    """The graphs the model directory has: compute -> vector space (signature version),
+    from the manifest alone (no file is hashed); EmbedderUnavailable as read_signature."""
+    try:
+        return {c: space for c, (_, space) in _graphs(_manifest(model_dir), "").items()}
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise EmbedderUnavailable(f"embedding model at {model_dir} is unreadable ({exc}); "
+                                  f"{SETUP_HINT}") from None
+
+
+def graph_file(model_dir: Path, compute: Compute = "int8") -> Path:
+    """The graph file of ``compute`` (EmbedderUnavailable when the directory has none)."""
+    try:
+        graphs = _graphs(_manifest(model_dir), "")
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise EmbedderUnavailable(f"embedding model at {model_dir} is unreadable ({exc}); "
+                                  f"{SETUP_HINT}") from None
+    if compute not in graphs:
+        raise EmbedderUnavailable(f"embedding model at {model_dir} has no {compute} graph; "
+                                  f"{SETUP_HINT}")
+    return model_dir / graphs[compute][0]
+
+
+def read_signature(model_dir: Path, compute: Compute = "int8") -> ModelSignature:
+    """The signature of the model directory's ``compute`` graph, read from its manifest
+    with the graph file's hash checked; EmbedderUnavailable (exit 78) naming what is
+    missing or altered."""
+    manifest = _manifest(model_dir)
+    path = graph_file(model_dir, compute)
+    try:
         model_id = str(manifest["model_id"])
         dim = int(manifest["dim"])
-        expected = str(manifest["files"][MODEL_FILE]["sha256"])
+        expected = str(manifest["files"][path.name]["sha256"])
         tokenizer = {n: (model_dir / n).read_bytes() for n in TOKENIZER_FILES}
         max_length = int(json.loads(tokenizer["tokenizer_config.json"])["model_max_length"])
-        on_disk = _sha256(model_dir / MODEL_FILE)
-        # The signature names the vector space, not the file: set-up's rewrite of the
-        # graph (golem.grimoire.model_compact) records the space its numbers belong to.
-        # Older manifests: the first rewrite was bit-identical to its source; a manifest
-        # without a source is a plain copy.
-        version = str(manifest.get("vector_space")
-                      or manifest.get("onnx_source_file", {}).get("sha256", on_disk))
+        on_disk = _sha256(path)
+        version = _graphs(manifest, on_disk)[compute][1]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise EmbedderUnavailable(f"embedding model at {model_dir} is unreadable ({exc}); "
                                   f"{SETUP_HINT}") from None
     if on_disk != expected:
-        raise EmbedderUnavailable(f"{model_dir / MODEL_FILE} does not match its manifest "
+        raise EmbedderUnavailable(f"{path} does not match its manifest "
                                   f"(sha256 {on_disk[:12]}, expected {expected[:12]}); "
                                   f"{SETUP_HINT}")
     if dim != DIM:
@@ -173,9 +221,10 @@ class Embedder:
 
     def __init__(self, model: TextEmbedding, signature: ModelSignature, batch_size: int,
                  query_cache_size: int = QUERY_CACHE_SIZE,
-                 shape_cache_size: int = SHAPE_CACHE_SIZE) -> None:
+                 shape_cache_size: int = SHAPE_CACHE_SIZE, *, compute: Compute = "int8") -> None:
         self._model = model
         self.signature = signature
+        self.compute = compute
         self.batch_size = batch_size
         self.query_cache_size = query_cache_size
         self._lock = threading.Lock()  # onnxruntime is multi-threaded already
@@ -187,8 +236,9 @@ class Embedder:
     @classmethod
     def load(cls, model_dir: Path, batch_size: int = 32, *, threads: int | None = None,
              query_cache_size: int = QUERY_CACHE_SIZE, shape_cache_size: int = SHAPE_CACHE_SIZE,
-             spinning: bool = False) -> Embedder:
-        """Load the model directory; raises EmbedderUnavailable with the set-up command."""
+             spinning: bool = False, compute: Compute = "int8") -> Embedder:
+        """Load the model directory's ``compute`` graph (golem.grimoire.compute says which
+        to run); raises EmbedderUnavailable with the set-up command."""
         if batch_size < 1:
             raise ValueError(f"batch_size: must be >= 1, got {batch_size}")
         if query_cache_size < 0:
@@ -196,19 +246,21 @@ class Embedder:
         if shape_cache_size < 0:
             raise ValueError(f"shape_cache_size: must be >= 0, got {shape_cache_size}")
         model_dir = Path(model_dir)
-        signature = read_signature(model_dir)
+        signature = read_signature(model_dir, compute)
+        path = graph_file(model_dir, compute)
         try:
-            _register()
+            name = _register(path.name)
             threads = threads or default_threads()
-            model = TextEmbedding(model_name=FASTEMBED_NAME, specific_model_path=str(model_dir),
+            model = TextEmbedding(model_name=name, specific_model_path=str(model_dir),
                                   threads=threads,
                                   enable_cpu_mem_arena=False)  # lower steady RSS, same speed
             if not spinning:
-                _stop_spinning(model, model_dir, threads)
+                _stop_spinning(model, path, threads)
         except Exception as exc:  # onnxruntime/fastembed raise assorted types
             raise EmbedderUnavailable(f"embedding model at {model_dir} failed to load "
                                       f"({type(exc).__name__}: {exc}); {SETUP_HINT}") from exc
-        return cls(model, signature, batch_size, query_cache_size, shape_cache_size)
+        return cls(model, signature, batch_size, query_cache_size, shape_cache_size,
+                   compute=compute)
 
     @property
     def dim(self) -> int:

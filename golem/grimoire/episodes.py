@@ -165,7 +165,9 @@ class EpisodeStore:
             raise SignatureMismatch(
                 f"episodes in {directory} were embedded with model {meta.signature.label}; "
                 f"the configured model is {signature.label}. Vector spaces must not mix: "
-                "run `golem memory reembed` to re-embed everything in one migration")
+                "run `golem memory reembed` to re-embed everything in one migration, or set "
+                "grimoire.embed_compute to \"auto\" if the model directory's other graph "
+                "made them")
         try:
             db = _connect(directory, (index_cache_mb, metadata_cache_mb))
             if meta is None:
@@ -190,6 +192,16 @@ class EpisodeStore:
             log.info("episode store: row layout upgraded", store=str(directory),
                      episodes=rows, seconds=round(time.perf_counter() - started, 1))
         return store
+
+    @staticmethod
+    def stored_signature(directory: Path) -> ModelSignature | None:
+        """The signature a store's vectors carry, read-only; None for no store (or one
+        whose description is unreadable: opening it says what is wrong)."""
+        try:
+            meta = layout.read_meta(Path(directory))
+        except StoreCorrupt:
+            return None
+        return None if meta is None else meta.signature
 
     def verify(self) -> None:
         """Check that the live table's latest version is whole: every data and deletion file

@@ -52,6 +52,7 @@ from golem.grimoire.episodes import EpisodeStore
 from golem.grimoire.errors import InvalidMemory, NamespaceRefused
 from golem.grimoire.knowledge import KnowledgeMaintenance
 from golem.grimoire.memory_file import MEMORY_FILE, read_text
+from golem.grimoire.model_choice import load_embedder
 from golem.grimoire.playbook import Playbook
 from golem.grimoire.query_numbers import Anchor, read_intent
 from golem.grimoire.query_words import (
@@ -133,14 +134,14 @@ class Grimoire(KnowledgeMaintenance):
     async def open(cls, config: Config, now: Callable[[], float],
                    embedder: Embedder | None = None, events: EventBus | None = None, *,
                    owner: bool = True) -> Grimoire:
-        """Load the model and open both stores (refusing a store built with another model).
+        """Load the model (golem.grimoire.model_choice says which graph) and open both stores
+        (refusing a store built with another model).
         ``owner``: this process holds the data dir (the daemon, `golem die`); only an owner
         sweeps a killed write's leftovers, which beside a running golem would be its
         writes in flight (the memory CLI opens with False)."""
         cfg = config.grimoire
         if embedder is None:
-            embedder = await anyio.to_thread.run_sync(
-                Embedder.load, cfg.model_dir, cfg.embed_batch_size)
+            embedder = await anyio.to_thread.run_sync(load_embedder, config)
         data_dir = config.data_dir
         signature = embedder.signature
 

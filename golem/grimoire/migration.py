@@ -19,10 +19,10 @@ import anyio.to_thread
 import structlog
 
 from golem.config import Config
-from golem.grimoire.embedder import Embedder
 from golem.grimoire.episode_files import EPISODES_DIR
 from golem.grimoire.episodes import EpisodeStore
 from golem.grimoire.episodes_migrate import ProgressFn, TransformFn
+from golem.grimoire.model_choice import load_embedder
 from golem.grimoire.records import Episode
 from golem.grimoire.semantic import SemanticStore
 from golem.grimoire.store_files import SEMANTIC_FILE
@@ -51,7 +51,7 @@ async def reembed_all(config: Config, transform: TransformFn | None = None,
 def _reembed_sync(config: Config, transform: TransformFn | None,
                   progress: ProgressFn | None) -> ReembedReport:
     cfg = config.grimoire
-    embedder = Embedder.load(cfg.model_dir, cfg.embed_batch_size)
+    embedder = load_embedder(config, keep_store=False)
     target = embedder.signature
     data_dir = config.data_dir
 

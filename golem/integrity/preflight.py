@@ -25,13 +25,16 @@ from golem.cognition.keys import load_api_key
 from golem.config import Config
 from golem.errors import CannotWrite, ConfigError
 from golem.grimoire.embedder import read_signature
+from golem.grimoire.model_choice import choose_compute
 
 
 def preflight(config: Config, environ: Mapping[str, str]) -> list[str]:
     """Run every check; returns one line per check passed, raises on the first failure."""
     lines = []
-    signature = read_signature(config.grimoire.model_dir)
-    lines.append(f"model     {config.grimoire.model_dir} ({signature.label})")
+    choice = choose_compute(config)
+    signature = read_signature(config.grimoire.model_dir, choice.compute)
+    lines.append(f"model     {config.grimoire.model_dir} ({signature.label}; "
+                 f"{choice.compute} products: {choice.reason})")
     if config.cognition.provider == "anthropic":
         load_api_key(config)
         lines.append("api key   present, mode 0600")

@@ -39,7 +39,9 @@ NAME, MANDATE = "Ada", "Market-make ETH/USDC with at most 5k USDC at risk."
 def cfg(tmp_path: Path) -> Config:
     path = tmp_path / "golem.toml"
     path.write_text(config_text({"golem": {"name": "golem-a", "data_dir": "data"},
-                                 "grimoire": {"model_dir": str(MODEL_DIR)}}))
+                                 # the fixture embedder's graph, also in children
+                                 "grimoire": {"model_dir": str(MODEL_DIR),
+                                              "embed_compute": "int8"}}))
     return load_config(path)
 
 

@@ -99,7 +99,9 @@ def test_rerender_names_things_and_keeps_the_old_context_line() -> None:
 def _config(tmp_path: Path, model_dir: Path) -> Path:
     path = tmp_path / "golem.toml"
     path.write_text(config_text({"golem": {"name": "golem-a", "data_dir": "data"},
-                                 "grimoire": {"model_dir": str(model_dir)},
+                                 # the test's embedder's graph, on any CPU
+                                 "grimoire": {"model_dir": str(model_dir),
+                                              "embed_compute": "int8"},
                                  "chain": {"mode": "off"},
                                  "logging": {"format": "json", "level": "warning"}}))
     return path

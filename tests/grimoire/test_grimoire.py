@@ -15,6 +15,7 @@ import pytest
 
 from golem.config import Config, load_config
 from golem.events import EventBus
+from golem.grimoire.compute import cpu, preferred
 from golem.grimoire.decay import seeded_pick
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.errors import InvalidMemory, NamespaceRefused, SignatureMismatch
@@ -484,7 +485,7 @@ def test_model_signature_mismatch_refuses_and_reembed_migrates(
     tokenizer_config = other / "tokenizer_config.json"
     tokenizer_config.write_text(tokenizer_config.read_text().replace('"model_max_length": 256',
                                                                      '"model_max_length": 128'))
-    other_cfg = write_config(tmp_path, other)
+    other_cfg = write_config(tmp_path, other, embed_compute="int8")  # the graph loaded here
     other_embedder = Embedder.load(other, 32)
     assert other_embedder.signature.id != embedder.signature.id
 
@@ -504,6 +505,48 @@ def test_model_signature_mismatch_refuses_and_reembed_migrates(
     with_grimoire(other_cfg, other_embedder, after)
     again = run(lambda: reembed_all(other_cfg))
     assert again.episodes_already_current and again.entries_already_current
+
+
+def test_auto_opens_a_store_with_the_graph_that_embedded_it(tmp_path: Path,
+                                                           model_dir: Path) -> None:
+    """Both graphs of the model directory, each making a store: ``auto`` reopens it with
+    the graph its vectors came from on any CPU; the other graph, set explicitly, is
+    refused; a new store gets this CPU's choice."""
+    def in_memory(home: Path, body: Callable[[Grimoire], Awaitable[T]], **grimoire: Any) -> T:
+        cfg = write_config(home, model_dir, **grimoire)
+
+        async def main() -> T:
+            g = await Grimoire.open(cfg, now=lambda: NOW)
+            try:
+                return await body(g)
+            finally:
+                await g.close()
+
+        return run(main)
+
+    async def write(g: Grimoire) -> tuple[str, str]:
+        await g.add_episodes([swap_episode(i) for i in range(3)])
+        return g.embedder.compute, (await g.remember("Liquidations follow oracle "
+                                                      "updates within 3 blocks")).id
+
+    async def read(g: Grimoire) -> tuple[str, str | None]:
+        result = await g.recall("oracle updates and liquidations")
+        return g.embedder.compute, None if result.refused else result.hits[0].id
+
+    async def which(g: Grimoire) -> str:
+        return g.embedder.compute
+
+    for made, other in (("int8", "float"), ("float", "int8")):
+        home = tmp_path / made
+        home.mkdir()
+        compute, entry_id = in_memory(home, write, embed_compute=made)
+        assert compute == made
+        assert in_memory(home, read) == (made, entry_id)  # auto
+        with pytest.raises(SignatureMismatch, match="embed_compute"):
+            in_memory(home, which, embed_compute=other)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert in_memory(fresh, which) == preferred(cpu())
 
 
 def test_inherited_knowledge_ranks_below_self_learned(tmp_path: Path, model_dir: Path,

