@@ -90,15 +90,18 @@ PREFIX = "chain-capture."
 
 
 def write_config(directory: Path, market: str | None = None,
-                 lifespan_days: float | None = None) -> Path:
+                 lifespan_days: float | None = None, compute: str | None = None) -> Path:
     """The default config with its data dir in ``directory`` and the repo's model;
     ``market``: chain.market_activity instead of the default config's;
-    ``lifespan_days``: mortality.lifespan_days instead of the default (30)."""
+    ``lifespan_days``: mortality.lifespan_days instead of the default (30);
+    ``compute``: grimoire.embed_compute instead of the default (auto)."""
     text = (REPO / "bardo.toml").read_text()
     if lifespan_days is not None:
         text += f"\n[mortality]\nlifespan_days = {lifespan_days!r}\n"
     text = text.replace('data_dir = "data"', f'data_dir = "{directory / "data"}"')
     text = text.replace('model_dir = "models/', f'model_dir = "{REPO}/models/')
+    if compute is not None:
+        text = text.replace("[grimoire]\n", f'[grimoire]\nembed_compute = "{compute}"\n', 1)
     if market is not None:
         line = f'market_activity = "{market}"'
         text, found = re.subn(r"(?m)^market_activity = .*$", line, text)
@@ -500,6 +503,8 @@ def main() -> None:
                     help="also time a restart of the data dir to its first Gamma tick")
     ap.add_argument("--market", choices=("busy", "pools"), default=None,
                     help="chain.market_activity (default: the default config's)")
+    ap.add_argument("--embed-compute", choices=("int8", "float"), default=None,
+                    help="grimoire.embed_compute (default: the default config's auto)")
     ap.add_argument("--lifespan-days", type=float, default=None, metavar="D",
                     help="mortality.lifespan_days (default: the default config's 30; the "
                          "Hayflick clock turns a golem Terminal at about 0.9 of it, so a "
@@ -524,7 +529,8 @@ def main() -> None:
             if args.keep is not None and (directory / SEGMENTS_FILE).exists():
                 raise SystemExit(f"{directory} holds a life already: --resume {directory}")
             directory.mkdir(parents=True, exist_ok=True)
-            config = write_config(directory, args.market, args.lifespan_days)
+            config = write_config(directory, args.market, args.lifespan_days,
+                                  args.embed_compute)
             before = []
         print(f"running the default golem to golem day {args.days:g} in {directory}"
               f" ({len(before)} earlier segment(s))...", file=sys.stderr, flush=True)
@@ -540,8 +546,9 @@ def main() -> None:
         calls = sample_ticks(config, args.sample_texts, seed=42)
         out = report(args.days, run, standalone_rate(config, calls),
                      cfg.clock.start.timestamp())
-        out["market_activity"] = cfg.chain.market_activity
-        out["lifespan_days"] = cfg.mortality.lifespan_days
+        out.update(market_activity=cfg.chain.market_activity,
+                   embed_compute=choose_compute(cfg).compute,
+                   lifespan_days=cfg.mortality.lifespan_days)
         out["segments"] = run["segments"]
         death = read_death(cfg.data_dir)
         out["died"] = None if death is None else {

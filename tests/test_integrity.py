@@ -12,6 +12,7 @@ import pytest
 
 from golem.cli import run_cli
 from golem.errors import EXIT_SOFTWARE, StateError
+from golem.grimoire.compute import cpu, preferred
 from golem.grimoire.errors import StoreCorrupt
 from golem.grimoire.semantic_db import SemanticDb
 from golem.integrity.check import integrity_job
@@ -79,6 +80,10 @@ def test_the_daily_integrity_job_and_golem_check_name_a_damaged_file(
     job = integrity_job(cfg.data_dir)
     assert anyio.run(job.run) == {"sqlite_checked": 1, "sqlite_damaged": 0}
     assert run_cli(["check", "--deep", "--config", str(path)]) == 0
+    capsys.readouterr()
+    assert run_cli(["check-config", "--config", str(path)]) == 0
+    shown = capsys.readouterr().out  # the graph the golem embeds with, and why
+    assert f"{preferred(cpu())} products: " in shown, shown
     state = cfg.data_dir / "state.db"
     fill(state)
     garble_page(state, 2)

@@ -2,11 +2,12 @@
 
 Set-up writes two graphs of the same weights (``golem.grimoire.model_compact``): int8
 matrix products (``MatMulNBits``, the smaller session) and float32 ones (the source's
-vectors bit for bit, ~19 MB more RSS). Which is faster depends on the CPU: with VNNI
-(x86 ``avx512_vnni``, ``avx_vnni``, AMX) the int8 products won (3.9 against 4.8 ms a
-query); on an x86 CPU with AVX2 alone they lose by ~2x (benchmarks/README.md, twenty-
-second and twenty-third sessions). Elsewhere (ARM) only int8 was ever measured, so int8
-stays.
+vectors bit for bit, ~19 MB more RSS). Which is faster depends on the CPU. On an x86
+CPU with AVX2 alone the int8 products lose by ~2x (benchmarks/README.md, twenty-second
+and twenty-third sessions); on the machine where they were chosen (CPU not recorded)
+they won, 3.9 against 4.8 ms a query. onnxruntime's fast int8 kernels on x86 need the
+VNNI dot-product instructions (``avx512_vnni``, ``avx_vnni``; AMX), so those keep int8.
+Elsewhere (ARM) only int8 was ever measured, so int8 stays.
 
 The two graphs compute different vector spaces (cosine >= 0.9997 apart), and a store
 records the one its vectors are in. ``auto`` therefore keeps an existing store's space
@@ -29,7 +30,7 @@ from typing import Literal
 Compute = Literal["int8", "float"]
 Setting = Literal["auto", "int8", "float"]
 COMPUTES: tuple[Compute, ...] = ("int8", "float")
-# x86 instructions that make int8 products the faster ones (measured with avx512_vnni).
+# x86 instructions with which int8 products are expected to be the faster ones.
 INT8_ISA = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 X86 = frozenset({"x86_64", "amd64", "i386", "i686"})
 
