@@ -133,23 +133,24 @@ def _graphs(manifest: dict[str, Any], on_disk: str) -> dict[Compute, tuple[str, 
     return {"int8": (MODEL_FILE, version)}
 
 
-def offered(model_dir: Path) -> dict[Compute, str]:
-    """The graphs the model directory has: compute -> vector space (signature version),
-    from the manifest alone (no file is hashed); EmbedderUnavailable as read_signature."""
+def _listed(model_dir: Path) -> dict[Compute, tuple[str, str]]:
+    """_graphs of the directory's manifest, no file hashed."""
     try:
-        return {c: space for c, (_, space) in _graphs(_manifest(model_dir), "").items()}
+        return _graphs(_manifest(model_dir), "")
     except (KeyError, TypeError, AttributeError) as exc:
         raise EmbedderUnavailable(f"embedding model at {model_dir} is unreadable ({exc}); "
                                   f"{SETUP_HINT}") from None
+
+
+def offered(model_dir: Path) -> dict[Compute, str]:
+    """The graphs the model directory has: compute -> vector space (signature version),
+    from the manifest alone (no file is hashed); EmbedderUnavailable as read_signature."""
+    return {c: space for c, (_, space) in _listed(model_dir).items()}
 
 
 def graph_file(model_dir: Path, compute: Compute = "int8") -> Path:
     """The graph file of ``compute`` (EmbedderUnavailable when the directory has none)."""
-    try:
-        graphs = _graphs(_manifest(model_dir), "")
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise EmbedderUnavailable(f"embedding model at {model_dir} is unreadable ({exc}); "
-                                  f"{SETUP_HINT}") from None
+    graphs = _listed(model_dir)
     if compute not in graphs:
         raise EmbedderUnavailable(f"embedding model at {model_dir} has no {compute} graph; "
                                   f"{SETUP_HINT}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem.grimoire.embedder import TOKENIZER_FILES, Embedder
+from golem.grimoire.embedder import TOKENIZER_FILES, Embedder, offered, read_signature
 from golem.grimoire.errors import EmbedderUnavailable, InvalidMemory
 from golem.grimoire.signature import ModelSignature, preprocess_hash
 
@@ -56,6 +57,23 @@ def test_a_model_file_that_differs_from_its_manifest_is_refused(tmp_path: Path) 
     (altered / "model.onnx").write_bytes(b"not an onnx model")
     with pytest.raises(EmbedderUnavailable, match="does not match its manifest"):
         Embedder.load(altered, 32)
+
+
+def test_a_model_dir_from_before_the_float_graph_offers_int8_alone(tmp_path: Path) -> None:
+    """A format-2 manifest (one graph, no ``computes``): int8 is offered, float refused
+    with the set-up command, and int8 loads with the same signature as today's."""
+    older = tmp_path / "model"
+    older.mkdir()
+    for name in (*TOKENIZER_FILES, "model.onnx"):
+        shutil.copy(MODEL_DIR / name, older / name)
+    manifest = json.loads((MODEL_DIR / "manifest.json").read_text())
+    del manifest["computes"], manifest["files"]["model-float.onnx"]
+    (older / "manifest.json").write_text(json.dumps({**manifest, "format": 2}))
+    assert offered(older) == {"int8": manifest["vector_space"]}
+    assert set(offered(MODEL_DIR)) == {"int8", "float"}
+    with pytest.raises(EmbedderUnavailable, match="has no float graph; run scripts/setup"):
+        Embedder.load(older, 1, compute="float")
+    assert read_signature(older) == read_signature(MODEL_DIR, "int8")
 
 
 def test_vectors_are_unit_float32_and_deterministic(embedder: Embedder) -> None:
