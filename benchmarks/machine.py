@@ -24,17 +24,16 @@ ISA_OF_NOTE = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16
 def machine(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
     """The CPU model, its instruction sets of note, the usable cores and the Python
     version. Never raises: what cannot be read is reported as unknown."""
-    model, flags = "unknown", set[str]()
+    model = "unknown"
     try:
         for line in cpuinfo.read_text(errors="replace").splitlines():
             key, _, value = line.partition(":")
-            key = key.strip().lower()
-            if key in ("model name", "cpu model") and model == "unknown":
+            if key.strip().lower() in ("model name", "cpu model"):
                 model = value.strip()
-            elif key in ("flags", "features") and not flags:
-                flags = set(value.split())
+                break
     except OSError:
         model = platform.processor() or "unknown"
+    flags = cpu(cpuinfo).flags  # the flags the embedder's choice reads
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"cpu": model, "isa": [f for f in ISA_OF_NOTE if f in flags], "cores": cores,
             "arch": platform.machine(), "python": platform.python_version(),
