@@ -15,7 +15,8 @@ semantic_lifecycle (reinforcement, status, forgetting and their logs).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -57,6 +58,8 @@ _KEY_PREFERENCE = (Status.ACTIVE, Status.STAGED, Status.QUARANTINED, Status.ARCH
 
 # A hit on one of recall's lists: (entry id, the list's score, cosine to the query).
 ListHit = tuple[str, float, float]
+# search_lists remembers the answers to this many recent queries (Theta repeats a few).
+LISTS_REMEMBERED = 16
 
 
 class EntryLists(NamedTuple):
@@ -79,6 +82,8 @@ class SemanticStore:
         self._decode = RowDecoder()
         self._tokenizer = semantic_fts.Tokenizer()
         self._lexicon: Lexicon | None = None  # loaded on the first lexical search of recall
+        # search_lists' recent answers, by the vector cache's version and the query
+        self._lists: OrderedDict[Hashable, tuple[EntryLists, ...]] = OrderedDict()
 
     @classmethod
     def open(cls, path: Path, signature_id: str, dim: int) -> SemanticStore:
@@ -287,8 +292,30 @@ class SemanticStore:
         reading no entry (parsing one is the costly part): recall reads (get) the entries
         found while its episode searches run. Lexical hits get their cosine from the
         in-memory matrix, and dense hits outside the lexical top-k their BM25 score where
-        they match the query (``dense_lexical``), so every hit carries both evidences."""
+        they match the query (``dense_lexical``), so every hit carries both evidences.
+
+        The lists are a function of the query and of what the vector cache and the lexicon
+        mirror (entries' texts, tags, vectors, namespaces, statuses, types, importance),
+        which change only together with the cache's version; so the answers to the last
+        LISTS_REMEMBERED queries are kept at that version and given again while it holds
+        (Theta asks the same few questions every tick; access counts and confidence, which
+        change at every recall, are not in the lists). Each call gets its own copies."""
         query_vector = vector_matrix(vector, 1, self.dim)[0]
+        key = (self._vectors.version, query, query_vector.tobytes(), tuple(namespaces),
+               tuple((k, _filters_key(filters)) for k, filters in wants))
+        remembered = self._lists.get(key)
+        if remembered is None:
+            remembered = tuple(self._search_lists(query_vector, query, namespaces, wants))
+            self._lists[key] = remembered
+            while len(self._lists) > LISTS_REMEMBERED:
+                self._lists.popitem(last=False)
+        else:
+            self._lists.move_to_end(key)
+        return [EntryLists(list(dense), list(lexical), dict(unlisted))
+                for dense, lexical, unlisted in remembered]
+
+    def _search_lists(self, query_vector: Vector, query: str, namespaces: Sequence[str],
+                      wants: Sequence[tuple[int, Filters]]) -> list[EntryLists]:
         lexical, ranking = self._lexical_lists(query, namespaces, wants)
         found = [(self._vectors.search(query_vector, k, namespaces, filters, self.dim), hits)
                  for (k, filters), hits in zip(wants, lexical, strict=True)]
@@ -450,3 +477,10 @@ class SemanticStore:
         """(entry id, depth, path from entry_id) within max_depth (capped at MAX_DEPTH)."""
         return semantic_graph.causal_neighbors(self._db, entry_id, max_depth, namespaces,
                                                direction)
+
+
+def _filters_key(filters: Filters) -> Hashable:
+    """``filters`` as a key: its sequences as tuples."""
+    statuses, entry_types, memory_types, min_importance = filters
+    return (*(None if allowed is None else tuple(allowed)
+              for allowed in (statuses, entry_types, memory_types)), min_importance)

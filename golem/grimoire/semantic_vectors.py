@@ -141,12 +141,16 @@ class VectorCache:
     """The loaded NamespaceMatrix of each namespace searched so far.
 
     Only namespaces already loaded are maintained; the others load on first search.
+    ``version`` grows at every change the store reports (put, status, drop, clear), loaded
+    namespace or not: what was computed from the store at one version holds until it
+    moves.
     """
 
     def __init__(self, load: RowLoader, where: str) -> None:
         self._load = load
         self._where = where
         self._matrices: dict[str, NamespaceMatrix] = {}
+        self.version = 0
 
     def matrix(self, namespace: str, dim: int) -> NamespaceMatrix:
         cached = self._matrices.get(namespace)
@@ -200,6 +204,7 @@ class VectorCache:
 
     def put(self, entries: Sequence[SemanticEntry], blobs: Sequence[bytes], dim: int) -> None:
         """Bring cached namespace matrices up to date after a committed put."""
+        self.version += 1
         for namespace, matrix in list(self._matrices.items()):
             rows = [NamespaceMatrix.row(e, b) for e, b in zip(entries, blobs, strict=True)
                     if e.namespace == namespace]
@@ -207,12 +212,15 @@ class VectorCache:
                 self._matrices[namespace] = matrix.upsert(rows, dim, self._where)
 
     def set_status(self, ids: Sequence[str], status: str) -> None:
+        self.version += 1
         for matrix in self._matrices.values():
             matrix.set_status(ids, status)
 
     def drop(self, ids: Sequence[str]) -> None:
+        self.version += 1
         for namespace, matrix in list(self._matrices.items()):
             self._matrices[namespace] = matrix.without(ids)
 
     def clear(self) -> None:
+        self.version += 1
         self._matrices.clear()
