@@ -68,6 +68,7 @@ from golem.grimoire.episodes_schema import (
     unit_vectors,
 )
 from golem.grimoire.errors import GrimoireError, InvalidMemory, SignatureMismatch, StoreCorrupt
+from golem.grimoire.id_filter import IdFilter
 from golem.grimoire.records import Episode, EpisodeFacts, EpisodeRef
 from golem.grimoire.replays import ReplayCounts
 from golem.grimoire.signature import ModelSignature
@@ -136,6 +137,7 @@ class EpisodeStore:
         # the last fold), when known: from a moment the index held every row, kept by every
         # write through this handle. None: unknown, and id lookups scan those rows instead.
         self._unindexed_ids: set[str] | None = None
+        self._id_filter: IdFilter | None = None  # every stored id (upsert's), on first use
         self._measures = RowMeasures(MEASURED_ROWS)  # search_vector_admitted's, by address
         # Before any layout upgrade: that copy writes the replay_count column as 0.
         self._replays = ReplayCounts.open(directory, self._legacy_replay_counts)
@@ -313,9 +315,15 @@ class EpisodeStore:
             # yet), then a plain append of the others: under the write lock, and this
             # process is the only writer, so nothing comes between the two. At 100k rows
             # that is half the time of LanceDB's merge_insert on the id.
-            stored = self._existing([ep.id for ep in episodes])
+            # Only the ids the filter of stored ids may hold are looked up (a LanceDB query
+            # per call): capture's new episodes almost never pass it.
+            known = self._stored_ids()
+            offered = [ep.id for ep in episodes]
+            maybe = [i for i, may in zip(offered, known.might_hold(offered), strict=True) if may]
+            stored = self._existing(maybe) if maybe else set()
             fresh = [i for i, ep in enumerate(episodes) if ep.id not in stored]
             if fresh:
+                known.add(episodes[i].id for i in fresh)  # before the commit: never missing one
                 self._table.add(to_table([episodes[i] for i in fresh], vectors[fresh],
                                          self.signature.id, self._table.schema))
                 self._written += len(fresh)
@@ -395,6 +403,17 @@ class EpisodeStore:
         if unindexed is not None:
             found.update(i for i in ids if i in unindexed)
         return found
+
+    def _stored_ids(self) -> IdFilter:
+        """The filter of every id stored (a Bloom filter: it may also hold ids deleted
+        since), read from the table on first use and again once it holds more ids than it
+        was sized for; kept by upsert, forgotten at a table switch. Call under the write
+        lock: this process is the only writer, so no id reaches the table past it."""
+        if self._id_filter is None or self._id_filter.full:
+            with self._vendor("id scan"):
+                ids = _run(self._query().select(["id"]))["id"].to_pylist()
+            self._id_filter = IdFilter.of(ids)
+        return self._id_filter
 
     def _learn_unindexed_ids(self) -> None:
         """Know the rows the id B-tree does not hold when it holds them all (a fold just
@@ -1007,6 +1026,7 @@ class EpisodeStore:
             old, self._meta = self._meta.table, new_meta
             self._table = self._open_table(name)
             self._learn_unindexed_ids()
+            self._id_filter = None
             layout.remove_table_dir(self.directory, old)
             if not self.needs_migration:
                 self.maybe_build_index()
