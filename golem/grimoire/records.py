@@ -263,6 +263,8 @@ class CausalEdge:
 
 def finite_unit(value: float, name: str) -> float:
     """Validate a score in [0, 1]; raises ValueError naming the field."""
+    if value.__class__ is float and 0.0 <= value <= 1.0:  # the usual case, checked first
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(f"{name}: must be a finite number in [0, 1], got {value!r}")
     if not 0.0 <= value <= 1.0:

@@ -61,6 +61,8 @@ def _generation(generation: int) -> int:
 
 
 def _finite(value: float, name: str) -> float:
+    if value.__class__ is float and -math.inf < value < math.inf:  # the usual case, first
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InvalidMemory(f"{name}: must be a finite number, got {value!r}")
     return float(value)
