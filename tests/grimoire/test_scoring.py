@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -359,3 +360,26 @@ def test_confidence_scales_the_final_score_only() -> None:
     assert doubtful.final == pytest.approx(sure.final * 0.25)
     with pytest.raises(InvalidMemory):
         score_candidate(**common, confidence=1.5)  # type: ignore[arg-type]
+
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, -0.01, 1.01, True, "0.5", None,
+                                 np.float64("nan"), np.float64(1.5)])
+def test_every_score_input_outside_its_range_is_refused(bad: object) -> None:
+    """The plain-float shortcut in the validators must let nothing else through: a unit
+    input (evidence, importance, confidence) outside [0, 1], or a time or cosine that is
+    not a finite number, is refused."""
+    args: dict[str, object] = {
+        "cosine": 0.5, "dense": 0.5, "lexical": 0.5, "last_touched": 10.0, "created_at": 0.0,
+        "now": 20.0, "importance": 0.5, "entry_pad": Pad(0.1, 0, 0),
+        "current_pad": Pad(0.1, 0, 0), "provenance": Provenance(),
+        "temporal_half_life_s": 100.0, "confidence": 0.5}
+    assert score_candidate(**args).final > 0  # type: ignore[arg-type]
+    for name in ("dense", "lexical", "importance", "confidence"):
+        with pytest.raises(InvalidMemory):
+            score_candidate(**{**args, name: bad})  # type: ignore[arg-type]
+    finite = isinstance(bad, int | float) and not isinstance(bad, bool) and math.isfinite(bad)
+    for name in ("cosine", "now", "created_at", "last_touched"):
+        if not finite and not (name == "last_touched" and bad is None):  # None: never touched
+            with pytest.raises(InvalidMemory):
+                score_candidate(**{**args, name: bad})  # type: ignore[arg-type]
