@@ -1,6 +1,7 @@
 """The semantic store's SQLite connection: open, migrate, read and write.
 
-WAL with synchronous=FULL (access bookkeeping alone commits without an fsync);
+WAL with synchronous=FULL (access bookkeeping alone commits without an fsync and
+leaves the WAL's checkpoint to the next durable write);
 every write is one BEGIN IMMEDIATE transaction that rolls back whole on any
 error. The only place sqlite3 errors are seen: each one is translated into a
 GrimoireError (StoreCorrupt when the file is not a sound golem store), so
@@ -22,6 +23,10 @@ from golem.grimoire.records import SemanticEntry
 from golem.runtime.state import damage, damaged_message
 
 CHUNK = 500  # ids per IN (...) list
+WAL_CHECKPOINT_PAGES = 1000  # SQLite's default: a durable commit past it checkpoints
+# A write that skips its fsync checkpoints only past this many WAL pages (~40 MB at 4 KB):
+# a checkpoint costs two fsyncs, and the writes that skip theirs are made on recall's path.
+WAL_BACKSTOP_PAGES = 10_000
 _CORRUPT = {"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_ERROR"}
 
 
@@ -42,6 +47,7 @@ class SemanticDb:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
+            conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
             conn.execute("PRAGMA busy_timeout=5000")
             problem = damage(conn)
             if problem is not None:
@@ -108,11 +114,15 @@ class SemanticDb:
         """One transaction: committed when the block ends, rolled back on any error.
         ``durable=False`` commits without an fsync (synchronous=NORMAL for this one
         transaction): the database stays consistent, a power cut may lose this write, and
-        the next durable commit makes it durable too. For bookkeeping such as access counts,
-        whose fsync would be the slowest write of every recall."""
+        the next durable commit makes it durable too. It also checkpoints the WAL only past
+        WAL_BACKSTOP_PAGES, leaving the checkpoint (two fsyncs) to the next durable commit
+        past WAL_CHECKPOINT_PAGES. For bookkeeping such as access counts, which every recall
+        writes: its fsync, and the checkpoint every few dozen recalls, would be the slowest
+        parts of a recall."""
         try:
             if not durable:
                 self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.execute(f"PRAGMA wal_autocheckpoint={WAL_BACKSTOP_PAGES}")
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -125,6 +135,7 @@ class SemanticDb:
             finally:
                 if not durable:
                     self._conn.execute("PRAGMA synchronous=FULL")
+                    self._conn.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
         except sqlite3.Error as exc:
             raise translate(exc, self.path, "write failed") from exc
 

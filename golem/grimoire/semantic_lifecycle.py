@@ -48,7 +48,8 @@ class QuarantineRecord:
 
 def record_access(db: SemanticDb, ids: Sequence[str], now: float) -> int:
     """Access counts feed importance; losing the last few to a power cut is harmless, so
-    this commit skips its fsync (every recall makes it)."""
+    this commit skips its fsync and leaves the WAL's checkpoint to a durable write
+    (SemanticDb.write; every recall makes it)."""
     with db.write(durable=False) as conn:
         cur = conn.executemany("UPDATE entries SET access_count = access_count + 1, "
                                "last_accessed = ? WHERE id = ?",

@@ -40,6 +40,7 @@ from golem.grimoire.records import (
     Status,
 )
 from golem.grimoire.semantic import SemanticStore
+from golem.grimoire.semantic_db import WAL_BACKSTOP_PAGES, WAL_CHECKPOINT_PAGES
 
 DIM = 16
 SIG = "minilm-test-sig"
@@ -634,3 +635,54 @@ def test_quarantine_with_real_embeddings(tmp_path: Path, embedder: Embedder, tex
                                            0.8, 0.75)
         assert stored.status == expected, report
         assert store.get(["anchor"]) == [anchor]
+
+
+def _main_file_counts(path: Path, tmp: Path) -> dict[str, int]:
+    """Access counts in the database file alone, without its WAL: what checkpoints wrote."""
+    copy = tmp / "main-only.db"
+    copy.write_bytes(path.read_bytes())
+    conn = sqlite3.connect(copy)
+    try:
+        return dict(conn.execute("SELECT id, access_count FROM entries").fetchall())
+    finally:
+        conn.close()
+        copy.unlink()
+
+
+def test_access_bookkeeping_leaves_the_wal_checkpoint_to_durable_writes(tmp_path: Path) -> None:
+    """Recall's access writes skip the checkpoint (two fsyncs) until the WAL is past the
+    backstop; the next durable write past the usual threshold checkpoints them."""
+    path = tmp_path / "grimoire.db"
+    wal = tmp_path / "grimoire.db-wal"
+    s = SemanticStore.open(path, SIG, DIM)
+    try:
+        pairs = [(entry(f"e{i}", f"entry {i} " + "filler words " * 80), unit(i % DIM))
+                 for i in range(300)]
+        put(s, *pairs)
+        everyone = [e.id for e, _ in pairs]
+        page = s._db.query("PRAGMA page_size", ())[0][0]
+
+        def frames() -> int:  # the WAL only grows while nothing checkpoints it
+            return max(0, (wal.stat().st_size - 32) // (int(page) + 24))
+
+        s._db.query("PRAGMA wal_checkpoint(TRUNCATE)", ())
+        writes = 0
+        while frames() <= 2 * WAL_CHECKPOINT_PAGES:
+            s.record_access(everyone, 100.0 + writes)
+            writes += 1
+            assert writes < 500, "access writes do not grow the WAL"
+        assert set(_main_file_counts(path, tmp_path).values()) == {0}  # none checkpointed
+        per_write = frames() / writes
+        # a durable write past the usual threshold checkpoints everything before it
+        s.update_confidence({"e0": 0.5}, 200.0)
+        assert set(_main_file_counts(path, tmp_path).values()) == {writes}
+        # access writes alone checkpoint once the WAL is past the backstop
+        more = int(WAL_BACKSTOP_PAGES / per_write) + 5
+        for i in range(more):
+            s.record_access(everyone, 300.0 + i)
+        checkpointed = set(_main_file_counts(path, tmp_path).values())
+        assert len(checkpointed) == 1 and writes < checkpointed.pop() <= writes + more
+        assert s.get(["e1"])[0].access_count == writes + more
+        assert s._db.query("PRAGMA wal_autocheckpoint", ()) == [(WAL_CHECKPOINT_PAGES,)]
+    finally:
+        s.close()
