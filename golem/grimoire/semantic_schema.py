@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from golem.grimoire.errors import InvalidMemory, StoreCorrupt
@@ -148,6 +148,9 @@ ENTRY_COLUMNS = (
 # Columns written by put: the entry, plus derived and vector columns.
 WRITE_COLUMNS = (*ENTRY_COLUMNS, "tags", "confidence_at", "embedding", "signature")
 SELECT_ENTRY = ", ".join(ENTRY_COLUMNS)
+_LAST_ACCESSED = ENTRY_COLUMNS.index("last_accessed")
+_ACCESS_COUNT = ENTRY_COLUMNS.index("access_count")
+_ACCESS_LO, _ACCESS_HI = sorted((_LAST_ACCESSED, _ACCESS_COUNT))
 UPSERT_ENTRY = (
     f"INSERT INTO entries ({', '.join(WRITE_COLUMNS)}) "  # noqa: S608 (our own names)
     f"VALUES ({', '.join('?' for _ in WRITE_COLUMNS)}) ON CONFLICT (id) DO UPDATE SET "
@@ -246,8 +249,11 @@ def entry_row(entry: SemanticEntry, blob: bytes, signature: str) -> tuple[Any, .
 
 
 class RowDecoder:
-    """row_entry remembered by the whole row: recall reads the same entries on every
-    query, and a decode costs far more than hashing the row. A changed row is
+    """row_entry remembered by the row: recall reads the same entries on every query, and
+    a decode costs far more than hashing the row. The key is the row without its access
+    columns (last_accessed, access_count), which every recall rewrites on the entries it
+    returns: a row that differs only there gets the remembered entry with the row's access
+    values (dataclasses.replace, the same entry row_entry would give). Any other change is
     another key, so nothing goes stale; past ``size`` rows the oldest are dropped.
     Entries are frozen and shared: callers must not mutate their ``fact`` dicts."""
 
@@ -257,15 +263,20 @@ class RowDecoder:
         self._lock = threading.Lock()
 
     def __call__(self, row: tuple[Any, ...]) -> SemanticEntry:
+        key = row[:_ACCESS_LO] + row[_ACCESS_LO + 1:_ACCESS_HI] + row[_ACCESS_HI + 1:]
+        accessed, count = row[_LAST_ACCESSED], row[_ACCESS_COUNT]
         with self._lock:
-            entry = self._seen.get(row)
+            entry = self._seen.get(key)
         if entry is not None:
-            return entry
-        entry = row_entry(row)
+            if entry.last_accessed == accessed and entry.access_count == count:
+                return entry
+            entry = replace(entry, last_accessed=accessed, access_count=count)
+        else:
+            entry = row_entry(row)
         with self._lock:
-            if len(self._seen) >= self._size:
+            if key not in self._seen and len(self._seen) >= self._size:
                 del self._seen[next(iter(self._seen))]
-            self._seen[row] = entry
+            self._seen[key] = entry
         return entry
 
 

@@ -310,6 +310,32 @@ def test_get_reads_the_stored_row_each_time(store: SemanticStore, tmp_path: Path
     assert first.access_count == 0  # what was handed out before is not changed
 
 
+def test_an_accessed_entry_is_not_decoded_again(store: SemanticStore, tmp_path: Path) -> None:
+    """Recall rewrites the access columns of what it returns: the remembered entry is
+    reused with the row's new access values, equal to a fresh decode of the row."""
+    fact = {"key": "k", "value": [1, 2]}
+    put(store, (entry("x", fact=fact), unit(0)), (entry("y"), unit(1)))
+    first = store.get(["x"])[0]
+    store.record_access(["x", "y"], 50.0)
+    store.record_access(["x"], 70.0)
+    after = store.get(["x", "y"])
+    other = SemanticStore.open(tmp_path / "grimoire.db", SIG, DIM)  # decodes afresh
+    try:
+        assert after == other.get(["x", "y"])
+    finally:
+        other.close()
+    x = after[0]
+    assert (x.access_count, x.last_accessed) == (2, 70.0)
+    assert x.fact is first.fact  # not decoded again: the remembered entry, new access values
+    assert (first.access_count, first.last_accessed) == (0, None)
+    assert store.get(["x"])[0] is x  # unchanged since: the same object
+    # any other column changed is decoded afresh
+    store.update_confidence({"x": 0.25}, 80.0)
+    changed = store.get(["x"])[0]
+    assert changed.confidence == 0.25 and changed.fact is not first.fact
+    assert (changed.access_count, changed.last_accessed) == (2, 70.0)
+
+
 def test_reinforce_raises_confidence_up_to_one(store: SemanticStore) -> None:
     put(store, (entry("x", confidence=0.9), unit(0)))
     once = store.reinforce("x", 10.0, 0.05, True, 0.3)
