@@ -19,16 +19,20 @@ SWAP = "Uniswap V2 swap on the WBTC/USDC pool: 2,898 USDC sold for 0.07233 WBTC 
 
 
 @pytest.mark.parametrize(("text", "shape"), [
-    (SWAP, "Uniswap V2 swap on the WBTC/USDC pool: # USDC sold for # WBTC by trader 1eff"),
+    (SWAP, "Uniswap V2 swap on the WBTC/USDC pool: # USDC sold for # WBTC by trader #"),
     ("Large swap (24x this contract's usual size); market falling: price -4.4% over 10 min.",
      "Large swap (# this contract's usual size); market falling: price # over # min."),
     ("Realised a loss of $12.50; equity $1,000 -> $987.5.",
      "Realised a loss of $#; equity $# -> $#."),
     ("transfer to 0x6D411e0A54382eD43F02410Ce1c7a7c122afA6E1 on the WETH/USDC V3 pool",
      "transfer to 0x6D411e0A54382eD43F02410Ce1c7a7c122afA6E1 on the WETH/USDC V3 pool"),
-    ("ERC20 transfer: 3,118 USDC from account e57b", "ERC20 transfer: # USDC from account e57b"),
+    ("ERC20 transfer: 3,118 USDC from account e57b", "ERC20 transfer: # USDC from account #"),
+    ("Reverted: swap on the pool by account 8234; tick 3da8.",
+     "Reverted: swap on the pool by account #; tick #."),
+    # a token of hex letters only may be a word: kept; so are longer hex words and 0x values
+    ("trader beef, deadbeef 0x1eff a1b2c", "trader beef, deadbeef 0x1eff a1b2c"),
 ])
-def test_numbers_are_masked_and_names_hex_and_aliases_kept(text: str, shape: str) -> None:
+def test_numbers_and_aliases_are_masked_and_names_and_hex_kept(text: str, shape: str) -> None:
     assert episode_shape(text) == shape
 
 
@@ -46,7 +50,9 @@ def embedder() -> Embedder:
 
 def test_a_shape_vector_is_the_masked_texts_vector_and_is_embedded_once(
         embedder: Embedder) -> None:
-    other_amounts = SWAP.replace("2,898", "17").replace("0.07233", "0.0004")
+    # other amounts, another trader: the same kind of event
+    other_amounts = SWAP.replace("2,898", "17").replace("0.07233", "0.0004").replace(
+        "trader 1eff", "trader e57b")
     before = embedder.totals()
     vectors = embedder.embed_shapes([SWAP, other_amounts, SWAP])
     after = embedder.totals()
