@@ -86,8 +86,9 @@ CLOSE = 0.9
 # An order by time compares observed events when one is at least this share as relevant
 # as the best candidate: knowledge entries restate the words of the events they were
 # learned from ("after oracle feed X fell 1.5% or more ..."), and an entry is not an
-# event that happened "last". (A threshold alone keeps the best candidate's kind: Theta
-# asks "after oracle feed X moved less than 0.5%, what ..." for the lessons.)
+# event that happened "last". (A threshold alone keeps the best candidate's kind: "after
+# oracle feed X moved less than 0.5%, what ..." asks for the lessons when they are the
+# most relevant.)
 EVENT_SHARE = 0.75
 
 

@@ -31,8 +31,11 @@ MOVES: tuple[tuple[float, str], ...] = (
 MOVE_BUCKETS: tuple[tuple[float, str], ...] = (
     (-0.015, "fell_hard"), (-0.005, "fell"), (0.005, "flat"), (0.015, "rose"))
 TOP_BUCKET = "rose_hard"
+# How facts, prompts and Theta's recall query say a bucket. None of them is a threshold
+# as recall reads one ("less than 0.5%" would be): Theta's query asks for the lessons of
+# a situation, not for every feed answer that moved that little.
 BUCKET_WORDS = {"fell_hard": "fell 1.5% or more", "fell": "fell 0.5-1.5%",
-                "flat": "moved less than 0.5%", "rose": "rose 0.5-1.5%",
+                "flat": "moved within 0.5%", "rose": "rose 0.5-1.5%",
                 "rose_hard": "rose 1.5% or more"}
 
 

@@ -13,7 +13,8 @@ from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
 from golem.cognition.theta import ThetaCycle
 from golem.config import load_config
 from golem.logging import configure_logging
-from golem.perception.market import PricePoint
+from golem.grimoire.query_numbers import read_intent
+from golem.perception.market import BUCKET_WORDS, PricePoint, move_bucket
 from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
 from golem.status import collect_status, render_status
@@ -126,3 +127,17 @@ def test_theta_asks_memory_for_the_kind_of_market_and_tells_the_model_its_number
     # ...while the model is told the exact move
     assert "price -2.0% over 2 min" in ThetaCycle._situation("ETH/USD", two)
     assert "price -2.5% over 2 min" in ThetaCycle._situation("ETH/USD", two_and_a_half)
+
+
+def test_thetas_question_is_no_order_or_threshold_for_recall() -> None:
+    """Theta asks for the lessons of a kind of situation: recall must not read its bucket
+    words as a threshold ("less than 0.5%") and rank every feed answer by its move."""
+    buckets = set()
+    for last in (1900.0, 1980.0, 1995.0, 2000.0, 2005.0, 2020.0, 2100.0):
+        prices = _window(2000.0, 2000.0, last)
+        buckets.add(move_bucket(last / 2000.0 - 1.0))
+        query = ThetaCycle._query("ETH/USD", prices)
+        intent = read_intent(query)
+        assert not intent.ranks_by_quantity, query
+        assert intent.anchor is None, query
+    assert buckets == set(BUCKET_WORDS)  # every bucket's words were asked

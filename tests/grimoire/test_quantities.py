@@ -136,7 +136,7 @@ def test_an_order_compares_events_over_an_entry_that_restates_their_words() -> N
     assert compared(weak, intent) == 0
     ranked, _, front = arrange(weak, lambda m: m, intent, intent.rest)
     assert ranked[0] is lesson
-    # a threshold without an order by time asks about the best candidate's kind: Theta's
+    # a threshold without an order by time asks about the best candidate's kind:
     # "after oracle feed X moved less than 0.5%, what ..." wants the lessons
     theta = read_intent("after oracle feed 0xfeed moved less than 0.5% in regime calm, "
                         "what the next minutes returned")
