@@ -12,8 +12,8 @@ import anyio
 from golem.cognition.journal import JOURNAL_DB, JOURNAL_DIR
 from golem.cognition.theta import ThetaCycle
 from golem.config import load_config
-from golem.logging import configure_logging
 from golem.grimoire.query_numbers import read_intent
+from golem.logging import configure_logging
 from golem.perception.market import BUCKET_WORDS, PricePoint, move_bucket
 from golem.runtime.daemon import Daemon
 from golem.runtime.handlers import HandlerRegistry
