@@ -71,11 +71,28 @@ def lagged_corr(z: Matrix, max_lag: int) -> Matrix:
     return out
 
 
-def _peak(corr: Matrix) -> float:
-    masked = corr.copy()
-    idx = np.arange(corr.shape[1])
-    masked[:, idx, idx] = -np.inf  # a pool against itself is autocorrelation, not cause
-    return float(masked.max())
+# Surrogates whose shifted series are correlated in one batch of matrix products (bounds
+# the batch's memory: 20 x P x T floats).
+SURROGATE_BATCH = 20
+
+
+def surrogate_peaks(z: Matrix, shifts: npt.NDArray[np.int64], max_lag: int) -> Matrix:
+    """For each row of ``shifts`` (one circular shift per series of ``z``, as np.roll
+    shifts): the largest lagged correlation (lags 1..max_lag) between two different
+    series of the shifted ``z``. A pool against itself is autocorrelation, not cause."""
+    p, t = z.shape
+    rows = np.arange(p)[None, :, None]
+    other = ~np.eye(p, dtype=bool)
+    peaks = []
+    for start in range(0, len(shifts), SURROGATE_BATCH):
+        block = shifts[start:start + SURROGATE_BATCH]
+        shifted = z[rows, (np.arange(t)[None, None, :] - block[:, :, None]) % t]
+        peak = np.full(len(block), -np.inf)
+        for lag in range(1, max_lag + 1):
+            corr = shifted[:, :, : t - lag] @ shifted[:, :, lag:].transpose(0, 2, 1) / (t - lag)
+            peak = np.maximum(peak, corr[:, other].max(axis=1))
+        peaks.append(peak)
+    return np.concatenate(peaks) if peaks else np.zeros(0)
 
 
 def find_relations(series: Matrix, names: Sequence[str], params: CausalParams,
@@ -88,11 +105,10 @@ def find_relations(series: Matrix, names: Sequence[str], params: CausalParams,
     z = _standardise(np.asarray(series, dtype=np.float64))
     observed = lagged_corr(z, max_lag)
     rng = np.random.default_rng(seed)
-    maxima = []
-    for _ in range(params.surrogates):
-        shifts = rng.integers(max_lag + 1, max(t - max_lag, max_lag + 2), size=p)
-        shifted = np.stack([np.roll(z[i], int(s)) for i, s in enumerate(shifts)])
-        maxima.append(_peak(lagged_corr(shifted, max_lag)))
+    # one draw of p shifts a surrogate, in turn (the seeded stream as it always was)
+    shifts = np.array([rng.integers(max_lag + 1, max(t - max_lag, max_lag + 2), size=p)
+                       for _ in range(params.surrogates)], dtype=np.int64).reshape(-1, p)
+    maxima = surrogate_peaks(z, shifts, max_lag)
     threshold = max(float(np.quantile(maxima, 1.0 - params.alpha)), params.min_corr)
     out = []
     for a in range(p):

@@ -155,6 +155,24 @@ def test_independent_series_give_no_relation() -> None:
                                        seed=seed) == []
 
 
+@given(st.integers(2, 9), st.integers(8, 200), st.integers(1, 45), st.integers(0, 2**32 - 1))
+def test_surrogate_peaks_are_each_shifts_own_scan(p: int, t: int, surrogates: int,
+                                                  seed: int) -> None:
+    """The batched chance scan equals, surrogate by surrogate, rolling each series by its
+    shift and taking the largest lagged correlation between two different series."""
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((p, t))
+    max_lag = max(1, min(10, t // 4))
+    shifts = rng.integers(0, t, size=(surrogates, p))
+    batched = causal.surrogate_peaks(z, shifts, max_lag)
+    assert batched.shape == (surrogates,)
+    for row, peak in zip(shifts, batched, strict=True):
+        shifted = np.stack([np.roll(z[i], int(s)) for i, s in enumerate(row)])
+        corr = causal.lagged_corr(shifted, max_lag)
+        corr[:, np.arange(p), np.arange(p)] = -np.inf
+        assert math.isclose(peak, float(corr.max()), rel_tol=1e-12, abs_tol=1e-12)
+
+
 def test_protocol_pattern_liquidations_after_oracle_updates() -> None:
     oracle = {"event": "AnswerUpdated", "address": POOL_C, "args": {}}
     liq = {"event": "LiquidationCall", "address": POOL_B, "args": {}}
