@@ -7,9 +7,10 @@ from pathlib import Path
 import anyio
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from golem.chain.names import Names
 from golem.grimoire.embedder import Embedder
 from golem.grimoire.errors import InvalidMemory
 from golem.grimoire.shapes import MASK, episode_shape
@@ -34,6 +35,18 @@ SWAP = "Uniswap V2 swap on the WBTC/USDC pool: 2,898 USDC sold for 0.07233 WBTC 
 ])
 def test_numbers_and_aliases_are_masked_and_names_and_hex_kept(text: str, shape: str) -> None:
     assert episode_shape(text) == shape
+
+
+@given(st.binary(min_size=20, max_size=20))
+def test_the_renderings_aliases_are_what_is_masked(raw: bytes) -> None:
+    """The mask follows golem.chain.names' aliases: any address's label is masked unless
+    its alias is hex letters only (kept: it may be a word)."""
+    assume(any(raw))  # the zero address has a name, not an alias
+    label = Names().label("0x" + raw.hex(), "trader")
+    alias = label.removeprefix("trader ")
+    shape = episode_shape(f"Swap by {label}; done")
+    assert shape == ("Swap by trader #; done" if not alias.isalpha()
+                     else f"Swap by {label}; done")
 
 
 @given(st.text(max_size=200))
