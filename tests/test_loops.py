@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
+from pathlib import Path
 
+import pytest
+
+from golem.errors import StateError
 from golem.runtime.handlers import HandlerRegistry
-from golem.runtime.state import StateStore
+from golem.runtime.state import StateStore, read_only_rows
 from golem.testing.handlers import (
     ClockSleepHandler,
     FailingHandler,
@@ -205,3 +210,20 @@ def test_restart_resumes_counters_schedule_and_golem_time(make_config) -> None:
     assert meta["runs"] == 2
     assert meta["clean_shutdown"] is True
     assert meta["golem_time"] == START + 7200
+
+
+def test_a_store_its_writer_is_still_creating_reads_as_not_there_yet(tmp_path: Path) -> None:
+    """A reader (golem status) racing a starting golem may find the file before its
+    tables: that is "nothing yet", not an error; a missing table beside others is one."""
+    path = tmp_path / "store.db"
+    assert read_only_rows(path, "the store", "SELECT a FROM t") is None  # no file
+    sqlite3.connect(path).close()  # the file exists, no table yet
+    assert read_only_rows(path, "the store", "SELECT a FROM t") is None
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE other (b)")
+    with pytest.raises(StateError, match="no such table"):
+        read_only_rows(path, "the store", "SELECT a FROM t")
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (a)")
+        conn.execute("INSERT INTO t VALUES (1)")
+    assert read_only_rows(path, "the store", "SELECT a FROM t") == [(1,)]

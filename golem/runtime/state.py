@@ -76,14 +76,21 @@ ERRORS_KEPT = 200
 def read_only_rows(path: Path, what: str, sql: str,
                    args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]] | None:
     """Rows of one query on a SQLite file opened read-only (for status and readers that
-    must not disturb a running golem); None when the file does not exist yet."""
+    must not disturb a running golem); None when the file does not exist yet, or exists
+    without any table yet (its writer is creating it). A missing table in a file that has
+    others is an error, as is any other SQLite error."""
     if not path.exists():
         return None
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
             conn.execute("PRAGMA busy_timeout=5000")
-            return conn.execute(sql, args).fetchall()
+            try:
+                return conn.execute(sql, args).fetchall()
+            except sqlite3.OperationalError:
+                if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+                    return None
+                raise
         finally:
             conn.close()
     except sqlite3.Error as exc:
