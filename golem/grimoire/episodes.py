@@ -886,9 +886,9 @@ class EpisodeStore:
                     or segments > MAX_VECTOR_SEGMENTS):
                 log.info("training the episode vector index", rows=rows, trained_rows=trained,
                          written_since=written, segments=segments)
-                self._train_vector_index(rows)
+                partitions = self._train_vector_index(rows)
                 self._set_meta(layout.StoreMeta(self._meta.table, self._meta.signature, rows,
-                                                layout.INDEX_KIND))
+                                                layout.INDEX_KIND, index_partitions=partitions))
                 did = True
             elif self._written and trained is not None:  # before training, nothing to count
                 self._set_meta(dataclasses.replace(self._meta, written_since_index=written))
@@ -921,12 +921,13 @@ class EpisodeStore:
         if child is not None:
             child.release()
 
-    def _train_vector_index(self, rows: int) -> None:
-        """Train the IVF_RQ index with about sqrt(rows) partitions. When k-means cannot form
-        that many clusters (a store of many near-duplicate vectors: an old golem's repeated
-        events), train again with half as many, down to one, and say so; any other vendor
-        failure propagates."""
-        partitions = max(1, round(math.sqrt(rows)))
+    def _train_vector_index(self, rows: int) -> int:
+        """Train the IVF_RQ index with about first_partitions(...) partitions; returns the
+        count it formed. When k-means cannot form that many clusters (a store of
+        near-duplicate vectors: shapes repeat, so an old golem's table holds a few thousand
+        distinct vectors), train again with half as many, down to one, and say so; any
+        other vendor failure propagates."""
+        partitions = first_partitions(rows, self._meta.index_rows, self._meta.index_partitions)
         while True:
             try:
                 # A target partition size, not a count: optimize() re-partitions toward
@@ -934,7 +935,7 @@ class EpisodeStore:
                 # handful, so every search would scan all rows.
                 self._table.create_index("vector", config=vector_index(rows, partitions),
                                          replace=True)
-                return
+                return partitions
             except Exception as exc:
                 if partitions == 1 or TOO_FEW_CLUSTERS not in str(exc):
                     raise
@@ -1046,6 +1047,18 @@ class EpisodeStore:
     def _set_meta(self, meta: layout.StoreMeta) -> None:
         layout.write_meta(self.directory, meta)
         self._meta = meta
+
+
+def first_partitions(rows: int, last_rows: int | None, last_partitions: int | None) -> int:
+    """The partition count a training of ``rows`` rows tries first: about sqrt(rows), or,
+    when the last training (of ``last_rows`` rows) formed only ``last_partitions``
+    clusters, that count grown with the rows as sqrt(rows) grows, so a store of
+    near-duplicate vectors does not pay a failed k-means at every training (a third of
+    a training at 100k rows). At least 1."""
+    full = max(1, round(math.sqrt(rows)))
+    if not last_rows or not last_partitions:
+        return full
+    return max(1, min(full, round(last_partitions * math.sqrt(rows / last_rows))))
 
 
 def vector_index(rows: int, partitions: int, *, max_iterations: int = IVF_MAX_ITERATIONS,

@@ -50,11 +50,15 @@ class StoreMeta:
     index_kind: str | None = None
     # Rows written since that training, as counted at the last maintenance.
     written_since_index: int = 0
+    # The partition count that training formed (None: not recorded; stores written
+    # before it was): fewer than sqrt(index_rows) when k-means could not form that many.
+    index_partitions: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": META_FORMAT, "table": self.table,
                 "signature": self.signature.to_dict(), "index_rows": self.index_rows,
-                "index_kind": self.index_kind, "written_since_index": self.written_since_index}
+                "index_kind": self.index_kind, "written_since_index": self.written_since_index,
+                "index_partitions": self.index_partitions}
 
 
 def new_table_name(signature: ModelSignature) -> str:
@@ -86,8 +90,12 @@ def read_meta(directory: Path) -> StoreMeta | None:
         written = data.get("written_since_index", 0)
         if isinstance(written, bool) or not isinstance(written, int) or written < 0:
             raise ValueError(f"bad written_since_index {written!r}")
+        partitions = data.get("index_partitions")
+        if partitions is not None and (isinstance(partitions, bool)
+                                       or not isinstance(partitions, int) or partitions < 1):
+            raise ValueError(f"bad index_partitions {partitions!r}")
         return StoreMeta(table, ModelSignature.from_dict(data["signature"]), index_rows, kind,
-                         written)
+                         written, partitions)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StoreCorrupt(f"episode store {path} is corrupt: {exc}") from None
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from golem.grimoire import episodes_layout as layout
 from golem.grimoire.embedder import Embedder
@@ -25,6 +26,7 @@ from golem.grimoire.episodes import (
     VECTOR_FOLD_ROWS,
     EpisodeStore,
     RowMeasures,
+    first_partitions,
 )
 from golem.grimoire.episodes_fold import MAX_SMALL_FRAGMENTS, MAX_TEXT_SEGMENTS, TEXT_BASE_SHARE
 from golem.grimoire.errors import (
@@ -874,11 +876,38 @@ def test_index_trains_on_a_store_of_repeated_vectors(tmp_path: Path,
     store = open_store(tmp_path / "ep", sig, index_min_rows=1000)
     episodes = [make_episode(i) for i in range(rows)]
     store.upsert(episodes, distinct[np.arange(rows) % 40])
-    assert store.maybe_build_index() is True
+    with capture_logs() as logs:
+        assert store.maybe_build_index() is True
+    assert [e["retry_partitions"] for e in logs if "near-duplicate" in e["event"]] == [128]
     assert store.maybe_build_index() is False  # trained: the meta records the rows
     found = store.search_vector(distinct[7], 5, ["main"])
     assert len(found) == 5
     assert all((e.block_number - 19_000_000) % 40 == 7 for e, _ in found), found
+    # The meta keeps the count that formed; the next training (here: of an index of an
+    # older kind, after a reopen) starts there instead of failing at sqrt(rows) again.
+    meta = layout.read_meta(tmp_path / "ep")
+    assert meta is not None and meta.index_partitions == 128
+    layout.write_meta(tmp_path / "ep", dataclasses.replace(meta, index_kind="older"))
+    store.close()
+    store = open_store(tmp_path / "ep", sig, index_min_rows=1000)
+    with capture_logs() as logs:
+        assert store.maybe_build_index() is True
+    assert not [e for e in logs if "near-duplicate" in e["event"]], logs
+    meta = layout.read_meta(tmp_path / "ep")
+    assert meta is not None and meta.index_partitions == 128
+    assert meta.index_kind == layout.INDEX_KIND
+
+
+@pytest.mark.parametrize(("rows", "last_rows", "last_partitions", "first"), [
+    (100_000, None, None, 316),  # nothing recorded: sqrt(rows)
+    (100_000, 100_000, 316, 316),  # the last training formed sqrt(its rows)
+    (100_000, 97_652, 156, 158),  # it formed fewer: that count, grown as sqrt(rows)
+    (400, 100_000, 156, 10),  # never above sqrt(rows)
+    (1, 100_000, 3, 1),  # at least one
+])
+def test_a_training_starts_from_the_partitions_the_last_one_formed(
+        rows: int, last_rows: int | None, last_partitions: int | None, first: int) -> None:
+    assert first_partitions(rows, last_rows, last_partitions) == first
 
 
 def test_an_admitted_search_returns_the_nearest_rows_whose_text_passes(
