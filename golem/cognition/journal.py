@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,10 @@ JOURNAL_DB = "decisions.db"
 # recent_verdicts reads back at most this many predictions per verdict asked for (a
 # window of 100: ~7 golem days of one prediction a minute)
 LOOKBACK_PER_VERDICT = 100
+KNOWLEDGE_CHUNK = 500  # ticks per statement (SQLite's variable limit is 999 in old builds)
+# a decision's own outlook, reference subject and reference outlook: one JSON array
+_KNOWLEDGE = ("json_extract(record, '$.knowledge.outlook', '$.knowledge.reference.subject', "
+              "'$.knowledge.reference.outlook')")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS decisions (
@@ -225,26 +230,28 @@ class DecisionJournal:
         start: int | None = None  # the tick of the newest prediction kept
         offset, page, cap = 0, max(64, 8 * limit), LOOKBACK_PER_VERDICT * limit
         while len(out) < limit and offset < cap:
-            # the page's rows are chosen by the index before any record is parsed
+            # the page's rows are chosen by the index before any record is read
             rows = self._read(
                 "SELECT p.tick, p.due_tick, p.subject, p.direction, p.confidence, "
-                "p.baseline, p.actual, "
-                # one parse of the (large) record for the three values, as a JSON array
-                "json_extract(d.record, '$.knowledge.outlook', "
-                "'$.knowledge.reference.subject', '$.knowledge.reference.outlook'), "
-                "o.prior "
+                "p.baseline, p.actual, o.prior "
                 "FROM (SELECT * FROM predictions WHERE quality IS NOT NULL "
                 "AND baseline > 0 ORDER BY due_tick DESC, id DESC LIMIT ? OFFSET ?) p "
                 "JOIN decisions d ON d.tick = p.tick "
                 "LEFT JOIN outlooks o ON o.tick = p.tick ORDER BY p.due_tick DESC, p.id DESC",
                 (min(page, cap - offset), offset))
             offset += len(rows)
-            for tick, due, subject, direction, confidence, baseline, actual, knowledge, \
-                    prior in rows:
-                if start is not None and due > start:
+            kept = []
+            for row in rows:
+                if start is not None and row[1] > start:
                     continue
-                start = tick
-                own, ref_subject, ref = _three(knowledge)
+                start = row[0]
+                kept.append(row)
+            # Only the kept predictions' decisions are parsed (about one row in five when
+            # a prediction is made every tick over a five-tick horizon): a record is
+            # ~14 KB of JSON, and parsing every row's was most of this read.
+            knowledge = self._knowledge([row[0] for row in kept])
+            for tick, _due, subject, direction, confidence, baseline, actual, prior in kept:
+                own, ref_subject, ref = _three(knowledge.get(tick))
                 reference = _reference(subject, ref_subject, ref, prior)
                 if reference is None:
                     continue
@@ -258,6 +265,18 @@ class DecisionJournal:
             if len(rows) < page:
                 break
         return out[::-1]
+
+    def _knowledge(self, ticks: Sequence[int]) -> dict[int, str | None]:
+        """_KNOWLEDGE of the decisions at ``ticks`` (one parse of each record for the
+        three values)."""
+        out: dict[int, str | None] = {}
+        unique = list(dict.fromkeys(ticks))
+        for i in range(0, len(unique), KNOWLEDGE_CHUNK):
+            chunk = unique[i:i + KNOWLEDGE_CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            sql = f"SELECT tick, {_KNOWLEDGE} FROM decisions WHERE tick IN ({marks})"  # noqa: S608
+            out.update(self._read(sql, tuple(chunk)))
+        return out
 
     def last_tick(self) -> int | None:
         """The tick of the newest decision (None before the first)."""

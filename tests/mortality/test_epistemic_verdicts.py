@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from golem.cognition.journal import DecisionJournal
+from golem.cognition.journal import KNOWLEDGE_CHUNK, DecisionJournal
 from golem.cognition.offline import prior_outlook
 from golem.mortality import vitality as v
 from golem.perception.market import PricePoint
@@ -127,5 +127,24 @@ def test_the_window_counts_verdicts_not_rows(tmp_path: Path) -> None:
         window = journal.recent_verdicts(50)
         assert len(window) == 50 and window.count(False) == 10
         assert not v.epistemic(window, min_samples=10, threshold=0.35).senescent
+    finally:
+        journal.close()
+
+
+def test_a_long_window_reads_every_kept_decision_in_order(tmp_path: Path) -> None:
+    """A window longer than one statement's share of decisions (KNOWLEDGE_CHUNK): every
+    kept prediction is judged by its own decision's outlook, newest last."""
+    journal = DecisionJournal.open(tmp_path)
+    try:
+        ticks = range(1, KNOWLEDGE_CHUNK + 201)
+        for tick in ticks:  # one-tick horizons: none overlaps the next
+            journal.record(tick, float(tick * 60), provider="offline", status="ok",
+                           summary="", record={"knowledge": knowledge(
+                               [0.2, 0.1, 0.7] if tick % 3 else [0.7, 0.1, 0.2])},
+                           predictions=[(FEED, "up", 0.01, 0.7, tick + 1, BASE)])
+        journal.settle([(p.id, BASE * 1.01, 0.5, False) for p in journal.due(10_000)])
+        # the feed rose every time: the decisions that said "up" beat the reference
+        assert journal.recent_verdicts(len(ticks)) == [tick % 3 != 0 for tick in ticks]
+        assert journal.recent_verdicts(7) == [tick % 3 != 0 for tick in ticks][-7:]
     finally:
         journal.close()
