@@ -3,6 +3,8 @@ that keeps the two forecasters' records (real SQLite)."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,29 @@ def test_the_three_way_brier_score_is_proper_and_bounded() -> None:
 
     assert all(expected(truth) < expected(other)
                for other in [(0.0, 0.0, 1.0), (0.33, 0.34, 0.33), (0.4, 0.1, 0.5)])
+
+
+def _by_definition(scored: list[Scored]) -> float:
+    """The module docstring's rule, written out with the statistics module."""
+    recent = scored[-WINDOW:]
+    if len(recent) < MIN_SCORED:
+        return 0.0
+    prior = [outlook_brier(s.prior, s.observed) for s in recent]
+    best, best_mean = 0.0, statistics.fmean(prior)
+    for w in WEIGHTS[1:]:
+        mine = [outlook_brier(mix(s.knowledge, s.prior, w), s.observed) for s in recent]
+        gain = [a - b for a, b in zip(mine, prior, strict=True)]
+        error = statistics.stdev(gain) / math.sqrt(len(gain))
+        if statistics.fmean(gain) + 2.0 * error < 0 and statistics.fmean(mine) < best_mean:
+            best, best_mean = w, statistics.fmean(mine)
+    return best
+
+
+@given(st.lists(st.tuples(OUTLOOK, OUTLOOK, st.sampled_from(CLASSES)), max_size=WINDOW + 10),
+       st.sampled_from([UP, EVEN, (0.8, 0.1, 0.1)]))
+def test_the_weight_is_the_rule_as_written(rows: list[tuple[Outlook, Outlook, str]],
+                                           sharp: Outlook) -> None:
+    """record's arrays give the weight the rule gives in plain arithmetic (half the rows
+    share one sharp knowledge outlook, so some weights qualify)."""
+    scored = [Scored(sharp if i % 2 else k, p, o) for i, (k, p, o) in enumerate(rows)]
+    assert record(scored).weight == _by_definition(scored)
