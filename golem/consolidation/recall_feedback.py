@@ -19,7 +19,6 @@ import anyio.to_thread
 import structlog
 
 from golem.cognition.journal import JournalReader
-from golem.grimoire.errors import GrimoireError
 from golem.grimoire.grimoire import Grimoire
 
 log = structlog.get_logger("golem.consolidation.recall_feedback")
@@ -65,20 +64,17 @@ class RecallFeedback:
     async def run(self, after_tick: int) -> FeedbackReport:
         """Reinforce the entries of decisions scored after ``after_tick``."""
         rows = await anyio.to_thread.run_sync(self._scored, after_tick)
-        useful = not_useful = missing = 0
-        last = after_tick
-        for tick, quality, record in rows:
-            good = quality >= self.useful_quality
-            for entry_id in relied_on(record):
-                try:
-                    await self.grimoire.reinforce(entry_id, useful=good)
-                except GrimoireError as exc:  # forgotten since, or another namespace's
-                    missing += 1
-                    log.debug("reinforcement skipped", id=entry_id, error=str(exc))
-                    continue
-                useful += good
-                not_useful += not good
-            last = tick
+        # every reinforcement of the batch in one store call (one transaction, one fsync)
+        items = [(entry_id, quality >= self.useful_quality)
+                 for _tick, quality, record in rows for entry_id in relied_on(record)]
+        found = await self.grimoire.reinforce_many(items)
+        useful = sum(good for (_, good), there in zip(items, found, strict=True) if there)
+        not_useful = sum(not good for (_, good), there in zip(items, found, strict=True)
+                         if there)
+        missing = len(items) - useful - not_useful
+        if missing:  # forgotten since the decision
+            log.debug("reinforcements skipped: entries no longer stored", count=missing)
+        last = rows[-1][0] if rows else after_tick
         if rows:
             log.info("recall feedback", ticks=len(rows), useful=useful, not_useful=not_useful,
                      missing=missing, last_tick=last)

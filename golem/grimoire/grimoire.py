@@ -96,6 +96,9 @@ T = TypeVar("T")
 
 
 MEMORY_DIR = "memory"  # scratch.md, the working-memory write-ahead log
+# The testing effect: confidence a recalled entry gains when it proved useful, loses when not.
+REINFORCE_USEFUL = 0.05
+REINFORCE_NOT_USEFUL = 0.02
 
 
 class Grimoire(KnowledgeMaintenance):
@@ -576,9 +579,22 @@ class Grimoire(KnowledgeMaintenance):
     async def reinforce(self, id: str, *, useful: bool, namespace: str | None = None) -> None:
         """Testing effect: a recalled entry confirmed useful gains confidence."""
         self._write_namespace(namespace)
-        delta = 0.05 if useful else -0.02
+        delta = REINFORCE_USEFUL if useful else -REINFORCE_NOT_USEFUL
         await self._store(self._semantic.reinforce, id, self._now(), delta, useful,
                           self.cfg.anti_knowledge_floor)
+
+    async def reinforce_many(self, items: Sequence[tuple[str, bool]], *,
+                             namespace: str | None = None) -> list[bool]:
+        """reinforce() for each (id, useful) in order, in one store call and one
+        transaction; whether each entry was there (an unknown id changes nothing)."""
+        self._write_namespace(namespace)
+        if not items:
+            return []
+        changes = [(i, REINFORCE_USEFUL if useful else -REINFORCE_NOT_USEFUL, useful)
+                   for i, useful in items]
+        found = await self._store(self._semantic.reinforce_many, changes, self._now(),
+                                  self.cfg.anti_knowledge_floor)
+        return [entry is not None for entry in found]
 
     async def apply_decay(self, pick: Pick | None = None) -> DecayReport:
         """Ebbinghaus decay over this golem's entries; entries that fade below the

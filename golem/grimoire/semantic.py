@@ -399,6 +399,13 @@ class SemanticStore:
                                             useful=useful,
                                             anti_knowledge_floor=anti_knowledge_floor)
 
+    def reinforce_many(self, items: Sequence[tuple[str, float, bool]], now: float,
+                       anti_knowledge_floor: float) -> list[SemanticEntry | None]:
+        """reinforce() for each (id, confidence_delta, useful) in order, in one
+        transaction (an entry named twice is reinforced twice); None where unknown."""
+        return semantic_lifecycle.reinforce_many(self._db, items, now,
+                                                 anti_knowledge_floor=anti_knowledge_floor)
+
     def update_confidence(self, updates: Mapping[str, float], now: float) -> int:
         """Batch write of decayed confidences (validated first: all or nothing).
 

@@ -60,34 +60,49 @@ def record_access(db: SemanticDb, ids: Sequence[str], now: float) -> int:
 def reinforce(db: SemanticDb, entry_id: str, now: float, confidence_delta: float, *,
               useful: bool, anti_knowledge_floor: float) -> SemanticEntry | None:
     """See SemanticStore.reinforce; the read and the write are one transaction."""
-    delta = schema.unit(abs(confidence_delta), "confidence_delta")
+    return reinforce_many(db, [(entry_id, confidence_delta, useful)], now,
+                          anti_knowledge_floor=anti_knowledge_floor)[0]
+
+
+def reinforce_many(db: SemanticDb, items: Sequence[tuple[str, float, bool]], now: float, *,
+                   anti_knowledge_floor: float) -> list[SemanticEntry | None]:
+    """See SemanticStore.reinforce_many: (id, delta, useful) in order, one transaction."""
+    checked = [(i, schema.unit(abs(d), "confidence_delta"), useful) for i, d, useful in items]
     floor = schema.unit(anti_knowledge_floor, "anti_knowledge_floor")
+    out: list[SemanticEntry | None] = []
     with db.write() as conn:
-        rows = conn.execute(f"SELECT {SELECT_ENTRY} FROM entries WHERE id = ?",  # noqa: S608
-                            (entry_id,)).fetchall()
-        if not rows:
-            return None
-        entry = row_entry(rows[0])
-        before = entry.confidence
-        reference = before if entry.reinforced_confidence is None else \
-            entry.reinforced_confidence
-        if useful:
-            after = min(1.0, before + delta)
-            updated = replace(entry, confidence=after, reinforced_confidence=after,
-                              last_reinforced=now,
-                              successful_recalls=entry.successful_recalls + 1)
-        else:
-            after = before if entry.anchored else max(0.0, before - delta)
-            if (entry.entry_type == EntryType.ANTI_KNOWLEDGE
-                    or entry.fact_kind == FactKind.ANTI_KNOWLEDGE):
-                after = max(after, min(before, floor))
-            scaled = min(1.0, reference * after / before) if before > 0 else after
-            updated = replace(entry, confidence=after, reinforced_confidence=scaled)
-        conn.execute("UPDATE entries SET confidence = ?, reinforced_confidence = ?, "
-                     "confidence_at = ?, last_reinforced = ?, successful_recalls = ? "
-                     "WHERE id = ?",
-                     (updated.confidence, updated.reinforced_confidence, now,
-                      updated.last_reinforced, updated.successful_recalls, entry_id))
+        for entry_id, delta, useful in checked:
+            out.append(_reinforce_one(conn, entry_id, now, delta, useful=useful, floor=floor))
+    return out
+
+
+def _reinforce_one(conn: sqlite3.Connection, entry_id: str, now: float, delta: float, *,
+                   useful: bool, floor: float) -> SemanticEntry | None:
+    rows = conn.execute(f"SELECT {SELECT_ENTRY} FROM entries WHERE id = ?",  # noqa: S608
+                        (entry_id,)).fetchall()
+    if not rows:
+        return None
+    entry = row_entry(rows[0])
+    before = entry.confidence
+    reference = before if entry.reinforced_confidence is None else \
+        entry.reinforced_confidence
+    if useful:
+        after = min(1.0, before + delta)
+        updated = replace(entry, confidence=after, reinforced_confidence=after,
+                          last_reinforced=now,
+                          successful_recalls=entry.successful_recalls + 1)
+    else:
+        after = before if entry.anchored else max(0.0, before - delta)
+        if (entry.entry_type == EntryType.ANTI_KNOWLEDGE
+                or entry.fact_kind == FactKind.ANTI_KNOWLEDGE):
+            after = max(after, min(before, floor))
+        scaled = min(1.0, reference * after / before) if before > 0 else after
+        updated = replace(entry, confidence=after, reinforced_confidence=scaled)
+    conn.execute("UPDATE entries SET confidence = ?, reinforced_confidence = ?, "
+                 "confidence_at = ?, last_reinforced = ?, successful_recalls = ? "
+                 "WHERE id = ?",
+                 (updated.confidence, updated.reinforced_confidence, now,
+                  updated.last_reinforced, updated.successful_recalls, entry_id))
     return updated
 
 

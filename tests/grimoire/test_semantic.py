@@ -370,6 +370,31 @@ def test_unhelpful_recall_lowers_confidence_within_limits(store: SemanticStore) 
         store.reinforce("plain", 5.0, float("nan"), True, 0.3)
 
 
+def test_reinforce_many_is_each_reinforcement_in_order(store: SemanticStore,
+                                                        tmp_path: Path) -> None:
+    """One transaction gives what the same reinforcements one by one give: an entry named
+    twice is reinforced twice, an unknown id is None and changes nothing, and a bad delta
+    anywhere writes nothing."""
+    entries = [(entry("a", confidence=0.5), unit(0)), (entry("b", confidence=0.9), unit(1)),
+               (entry("c", confidence=0.32, entry_type=EntryType.ANTI_KNOWLEDGE), unit(2))]
+    put(store, *entries)
+    other = SemanticStore.open(tmp_path / "one_by_one.db", SIG, DIM)
+    try:
+        put(other, *entries)
+        items = [("a", 0.05, True), ("b", 0.02, False), ("gone", 0.05, True),
+                 ("a", 0.02, False), ("c", 0.02, False), ("b", 0.05, True)]
+        many = store.reinforce_many(items, 30.0, 0.3)
+        one_by_one = [other.reinforce(i, 30.0, d, useful, 0.3) for i, d, useful in items]
+        assert many == one_by_one and many[2] is None
+        assert store.get(["a", "b", "c"]) == other.get(["a", "b", "c"])
+        before = store.get(["a", "b", "c"])
+        with pytest.raises(InvalidMemory):
+            store.reinforce_many([("a", 0.05, True), ("b", float("nan"), True)], 40.0, 0.3)
+        assert store.get(["a", "b", "c"]) == before
+    finally:
+        other.close()
+
+
 @settings(max_examples=25, deadline=None)
 @given(start=st.floats(0, 1), anti=st.booleans(),
        steps=st.lists(st.tuples(st.floats(0, 1), st.booleans()), max_size=8))
