@@ -60,16 +60,28 @@ def priority(curiosity: float, importance: float | None, surprise_weight: float)
 
 def gain(c: ReplayCandidate, surprise_weight: float) -> float:
     """What replay could still teach: priority, halved by each earlier replay's worth."""
-    return priority(c.curiosity, c.importance, surprise_weight) / (1.0 + max(c.replay_count, 0))
+    return gain_of(c.curiosity, c.importance, c.replay_count, surprise_weight)
+
+
+def gain_of(curiosity: float, importance: float | None, replay_count: int,
+            surprise_weight: float) -> float:
+    """gain() of an episode's numbers (no candidate built: retention ranks ~100k)."""
+    return priority(curiosity, importance, surprise_weight) / (1.0 + max(replay_count, 0))
 
 
 def need(c: ReplayCandidate, now: float, half_life_s: float,
          live_share: dict[str, float]) -> float:
     """Relevance now: half recency (exponential, half-life), half how much of the
     recent window shares this episode's context."""
-    age = max(now - c.observed_at, 0.0)
+    return need_of(c.observed_at, now, half_life_s, live_share.get(c.context, 0.0))
+
+
+def need_of(observed_at: float, now: float, half_life_s: float, context_share: float) -> float:
+    """need() of an episode observed at ``observed_at`` whose context has
+    ``context_share`` of the recent window."""
+    age = max(now - observed_at, 0.0)
     recency = 0.5 ** (age / half_life_s) if half_life_s > 0 else 0.0
-    return 0.5 * recency + 0.5 * live_share.get(c.context, 0.0)
+    return 0.5 * recency + 0.5 * context_share
 
 
 def utility(c: ReplayCandidate, now: float, params: ReplayParams,

@@ -122,12 +122,10 @@ def protection(e: EpisodeFacts, now: float, p: RetentionParams, keep: Keep) -> s
 
 
 def utility(e: EpisodeFacts, now: float, p: RetentionParams) -> float:
-    """Mattar-Daw gain x need, with need from recency alone (no live context here)."""
-    cand = replay.ReplayCandidate(e.id, e.observed_at, e.curiosity, e.importance,
-                                  e.replay_count, recent=False)
-    params = replay.ReplayParams(surprise_weight=p.surprise_weight,
-                                 need_half_life_s=p.need_half_life_s)
-    return replay.utility(cand, now, params, {})
+    """Mattar-Daw gain x need (replay.utility), with need from recency alone (no live
+    context here)."""
+    return (replay.gain_of(e.curiosity, e.importance, e.replay_count, p.surprise_weight)
+            * replay.need_of(e.observed_at, now, p.need_half_life_s, 0.0))
 
 
 def by_utility(episodes: Iterable[EpisodeFacts], now: float,
