@@ -45,6 +45,7 @@ class FunctionSpec:
     static_outputs: bool
 
 
+@lru_cache(maxsize=256)
 def _word_type(kind: str) -> tuple[str, int] | None:
     """("address"|"bool"|"uint"|"int", bits) for a one-word static type, else None."""
     if kind in ("address", "bool"):
@@ -113,6 +114,16 @@ def _decode_word(kind: str, word: bytes) -> Any:
     if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
         raise AbiError(f"{kind}: {value} out of range")
     return value
+
+
+def decode_words(types: Sequence[str], data: bytes) -> tuple[Any, ...] | None:
+    """``data`` as ``types`` when every type is one static word (address, bool, uintN, intN)
+    and ``data`` is exactly one word each: the values eth_abi gives (addresses
+    checksummed), with its checks; AbiError when a word does not fit its type. None for
+    any other types or length (then ask eth_abi)."""
+    if len(data) != 32 * len(types) or any(_word_type(k) is None for k in types):
+        return None
+    return tuple(_decode_word(k, data[i * 32:(i + 1) * 32]) for i, k in enumerate(types))
 
 
 _SPECS: dict[int, tuple[Sequence[Mapping[str, Any]], dict[str, FunctionSpec]]] = {}
@@ -187,12 +198,12 @@ def decode_result(abi: Sequence[Mapping[str, Any]], fn: str, data: bytes) -> Any
     if not spec.outputs:
         return None
     if spec.static_outputs and len(data) == 32 * len(spec.outputs):
-        words = [data[i:i + 32] for i in range(0, len(data), 32)]
         try:
-            out = tuple(_decode_word(k, w) for k, w in zip(spec.outputs, words, strict=True))
+            out = decode_words(spec.outputs, data)
         except AbiError as exc:
             raise AbiError(f"{fn} returned data that does not fit: {exc}") from None
-        return out[0] if len(out) == 1 else out
+        if out is not None:
+            return out[0] if len(out) == 1 else out
     try:
         values = abi_decode(list(spec.outputs), data)
     except (DecodingError, TypeError, ValueError) as exc:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from eth_abi import decode as abi_decode
 from eth_abi import encode as abi_encode
+from eth_abi.exceptions import DecodingError
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 from hypothesis import given, settings
@@ -17,6 +18,7 @@ from golem.chain.abi import (
     AbiError,
     checksum_address,
     decode_result,
+    decode_words,
     encode_call,
     function_spec,
     revert_reason,
@@ -106,3 +108,34 @@ def test_the_checksum_memory_is_bounded() -> None:
         checksum_address(i.to_bytes(20, "big"))
     info = checksum_address.cache_info()
     assert info.maxsize == CHECKSUM_CACHE and info.currsize <= CHECKSUM_CACHE
+
+
+def words(kind: str) -> st.SearchStrategy[bytes]:
+    """A word that encodes a value of ``kind``, or one with a byte of it changed (padding
+    or value), or any 32 bytes."""
+    valid = values(kind).map(lambda v: abi_encode([kind], [v]))
+    flipped = st.tuples(valid, st.integers(0, 31), st.integers(1, 255)).map(
+        lambda t: t[0][:t[1]] + bytes([t[0][t[1]] ^ t[2]]) + t[0][t[1] + 1:])
+    return st.one_of(valid, flipped, st.binary(min_size=32, max_size=32))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(TYPES), min_size=1, max_size=3).flatmap(
+    lambda kinds: st.tuples(st.just(kinds), st.tuples(*(words(k) for k in kinds)))))
+def test_decode_words_is_eth_abi_on_any_word(case: tuple[list[str], tuple[bytes, ...]]) -> None:
+    """What the log decoder and decode_result use: for any words, eth_abi's values, or an
+    AbiError exactly where eth_abi refuses."""
+    kinds, data = case[0], b"".join(case[1])
+    try:
+        expected: tuple[Any, ...] | None = tuple(
+            to_checksum_address(v) if k == "address" else v
+            for k, v in zip(kinds, abi_decode(kinds, data), strict=True))
+    except DecodingError:  # eth_abi refuses
+        expected = None
+    if expected is None:
+        with pytest.raises(AbiError):
+            decode_words(kinds, data)
+    else:
+        assert decode_words(kinds, data) == expected
+    assert decode_words(kinds, data + bytes(1)) is None  # not one word each: eth_abi's
+    assert decode_words([*kinds, "string"], data + bytes(32)) is None
