@@ -68,10 +68,9 @@ class RecallFeedback:
         items = [(entry_id, quality >= self.useful_quality)
                  for _tick, quality, record in rows for entry_id in relied_on(record)]
         found = await self.grimoire.reinforce_many(items)
-        useful = sum(good for (_, good), there in zip(items, found, strict=True) if there)
-        not_useful = sum(not good for (_, good), there in zip(items, found, strict=True)
-                         if there)
-        missing = len(items) - useful - not_useful
+        judged = [good for (_, good), there in zip(items, found, strict=True) if there]
+        useful, not_useful = sum(judged), len(judged) - sum(judged)
+        missing = len(items) - len(judged)
         if missing:  # forgotten since the decision
             log.debug("reinforcements skipped: entries no longer stored", count=missing)
         last = rows[-1][0] if rows else after_tick

@@ -577,11 +577,9 @@ class Grimoire(KnowledgeMaintenance):
         return len(ids)
 
     async def reinforce(self, id: str, *, useful: bool, namespace: str | None = None) -> None:
-        """Testing effect: a recalled entry confirmed useful gains confidence."""
-        self._write_namespace(namespace)
-        delta = REINFORCE_USEFUL if useful else -REINFORCE_NOT_USEFUL
-        await self._store(self._semantic.reinforce, id, self._now(), delta, useful,
-                          self.cfg.anti_knowledge_floor)
+        """Testing effect: a recalled entry confirmed useful gains confidence (an unknown
+        id changes nothing)."""
+        await self.reinforce_many([(id, useful)], namespace=namespace)
 
     async def reinforce_many(self, items: Sequence[tuple[str, bool]], *,
                              namespace: str | None = None) -> list[bool]:
