@@ -76,6 +76,9 @@ class RuntimeSection:
     # Stop (exit 73) when the data dir's filesystem has less than this free, before a
     # write fails half-way; checked at start and every wall second. 0: no floor.
     min_free_mb: int = field(default=64, metadata=_check(ge=0, le=1 << 20))
+    # Hand the heap's free pages back to the OS this often (wall seconds) while the
+    # loops run: glibc keeps what a tick freed inside its arenas. 0: never.
+    heap_trim_interval_s: float = field(default=10.0, metadata=_check(ge=0, le=86_400))
 
 
 @dataclass(frozen=True)

@@ -382,6 +382,28 @@ def test_trim_heap_hands_pages_freed_inside_the_heap_back() -> None:
     assert int(dropped_mb) >= 80
 
 
+def test_the_running_golem_hands_freed_heap_back_every_trim_interval(tmp_path: Path) -> None:
+    """While the loops run, glibc's free pages go back to the OS every
+    ``runtime.heap_trim_interval_s`` wall seconds, logged at debug; 0 turns it off."""
+    def trims(interval: float) -> list[dict]:
+        config = write_config(tmp_path, chain={"mode": "off"}, logging={"level": "debug"},
+                              runtime={"heap_trim_interval_s": interval})
+        markers = tmp_path / f"markers-{interval}"
+        markers.mkdir()
+        harness = ["--wall-sleep", "gamma=0.25", "--markers", str(markers)]
+        with daemon(config, harness, "--stop-after", "2m") as proc:
+            out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        lines = [json.loads(line) for line in (out + err).splitlines() if line.startswith("{")]
+        return [line for line in lines if line.get("event") == "heap trimmed"]
+
+    seen = trims(0.1)  # 12 Gamma ticks of 0.25 s each: ~3 s of wall time
+    assert len(seen) >= 10
+    assert all(isinstance(t["released"], bool) and t["rss_mb_before"] > 0
+               and t["rss_mb_after"] > 0 for t in seen)
+    assert trims(0) == []
+
+
 def test_stop_at_names_a_golem_time_that_restarts_do_not_move(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_config(tmp_path, chain={"mode": "off"})

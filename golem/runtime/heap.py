@@ -75,6 +75,17 @@ def trim_heap() -> bool:
     return bool(trim(0))
 
 
+def resident_mb() -> float | None:
+    """This process's resident memory in MB (``VmRSS``); None where /proc has none."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            kb = next((int(line.split()[1]) for line in status
+                       if line.startswith("VmRSS:")), None)
+    except OSError:
+        return None
+    return None if kb is None else round(kb / 1024, 1)
+
+
 @contextlib.contextmanager
 def long_lived_heap() -> Iterator[None]:
     """While the golem's loops run. What start-up made (modules, the opened stores, the
