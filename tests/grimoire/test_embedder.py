@@ -8,8 +8,10 @@ import shutil
 from pathlib import Path
 
 import anyio
+import fastembed  # a dev dependency: the reference of test_vectors_are_fastembeds_to_the_bit
 import numpy as np
 import pytest
+from fastembed.common.model_description import ModelSource, PoolingType
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -92,6 +94,36 @@ def test_a_texts_vector_does_not_depend_on_batch_size_or_threads(
     texts = [*TEXTS, "gas", "Why does gas spike at 14:00 UTC? " * 20]  # padding matters
     other = Embedder.load(MODEL_DIR, batch_size=batch_size, threads=threads)
     np.testing.assert_array_equal(other.embed(texts), embedder.embed(texts))
+
+
+REFERENCE_TEXTS = ["", "  ", "x" * 400, "word " * 400, "[SEP] [PAD] café naïve ##ing",
+                   "ERC20 Transfer on 0xF2E2c0a1395b: 50 USDC from 0x0000 to 0xE926a954",
+                   *TEXTS]
+
+
+@pytest.mark.parametrize("compute", ["int8", "float"])
+def test_vectors_are_fastembeds_to_the_bit(compute: str) -> None:
+    """The golem tokenises and pools itself (SentenceGraph) instead of importing
+    fastembed; a store embedded through fastembed 0.9 must get the very same vectors:
+    truncation past model_max_length, padding within a batch, special tokens written in
+    the text, empty texts."""
+    graph = {"int8": "model.onnx", "float": "model-float.onnx"}[compute]
+    name = f"golem-test/{graph}"
+    if name.lower() not in {m["model"].lower()
+                            for m in fastembed.TextEmbedding.list_supported_models()}:
+        fastembed.TextEmbedding.add_custom_model(
+            model=name, pooling=PoolingType.MEAN, normalization=True,
+            sources=ModelSource(hf="golem/none"), dim=384, model_file=graph)
+    reference = fastembed.TextEmbedding(model_name=name, specific_model_path=str(MODEL_DIR),
+                                        threads=2)
+    for batch_size in (1, 3, 32):
+        ours = Embedder.load(MODEL_DIR, batch_size, compute=compute)  # type: ignore[arg-type]
+        order = np.argsort([len(t) for t in REFERENCE_TEXTS], kind="stable")  # as ours
+        theirs = np.stack(list(reference.embed([REFERENCE_TEXTS[i] for i in order],
+                                               batch_size=batch_size)))
+        expected = np.empty_like(theirs)
+        expected[order] = theirs / np.linalg.norm(theirs, axis=1, keepdims=True)
+        np.testing.assert_array_equal(ours.embed(REFERENCE_TEXTS), expected)
 
 
 def test_similar_events_are_closer_than_unrelated_ones(embedder: Embedder) -> None:

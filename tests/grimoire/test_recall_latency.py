@@ -67,13 +67,13 @@ def test_the_query_cache_is_bounded_and_evicts_the_least_recently_used() -> None
 
 
 def test_the_embedder_session_sleeps_when_idle_and_embeds_as_before(embedder: Embedder) -> None:
-    """Idle onnxruntime workers must not spin (they stole the search's core); rebuilding
-    fastembed's session for that must not change a single vector."""
-    options = embedder._model.model.model.get_session_options()
+    """Idle onnxruntime workers must not spin (they stole the search's core); that must
+    not change a single vector."""
+    options = embedder._model.session.get_session_options()
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     spinning = Embedder.load(MODEL_DIR, 8, spinning=True)
-    spun = spinning._model.model.model.get_session_options()
-    with pytest.raises(RuntimeError):  # fastembed's own session: onnxruntime's default (spin)
+    spun = spinning._model.session.get_session_options()
+    with pytest.raises(RuntimeError):  # not set: onnxruntime's default (spin)
         spun.get_session_config_entry("session.intra_op.allow_spinning")
     texts = ["Swap 12 WETH for 38,000 USDC on uniswap_v3", "gas spike", "x" * 400]
     np.testing.assert_array_equal(embedder.embed(texts), spinning.embed(texts))
