@@ -22,6 +22,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 DEFAULT_IMPORTANCE = 0.5
 
 
@@ -82,6 +84,31 @@ def need_of(observed_at: float, now: float, half_life_s: float, context_share: f
     age = max(now - observed_at, 0.0)
     recency = 0.5 ** (age / half_life_s) if half_life_s > 0 else 0.0
     return 0.5 * recency + 0.5 * context_share
+
+
+def gains_of(curiosity: np.ndarray, importance: np.ndarray, replay_count: np.ndarray,
+             surprise_weight: float) -> np.ndarray:
+    """gain_of over arrays, element by element the same floats (``importance`` holds
+    DEFAULT_IMPORTANCE where an episode has none): what retention ranks ~100k by."""
+    w = _unit(surprise_weight)
+    mixed = w * _units(curiosity) + (1.0 - w) * _units(importance)
+    return np.asarray(mixed / (1.0 + np.maximum(replay_count, 0)), dtype=np.float64)
+
+
+def recency_needs(observed_at: np.ndarray, now: float, half_life_s: float) -> np.ndarray:
+    """need_of with no context share, over arrays: the same floats (the powers are
+    Python's, one per element: numpy's may round differently where it has SIMD ones)."""
+    if half_life_s <= 0:
+        return np.zeros(len(observed_at))
+    exponents = (np.maximum(now - np.asarray(observed_at, dtype=np.float64), 0.0)
+                 / half_life_s).tolist()
+    return 0.5 * np.array([0.5 ** x for x in exponents], dtype=np.float64)
+
+
+def _units(values: np.ndarray) -> np.ndarray:
+    """_unit element by element."""
+    v = np.asarray(values, dtype=np.float64)
+    return np.where(np.isfinite(v), np.minimum(np.maximum(v, 0.0), 1.0), 0.0)
 
 
 def utility(c: ReplayCandidate, now: float, params: ReplayParams,

@@ -10,7 +10,7 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class MemoryType(StrEnum):
@@ -188,10 +188,10 @@ class EpisodeRef:
     replay_count: int
 
 
-@dataclass(frozen=True)
-class EpisodeFacts:
+class EpisodeFacts(NamedTuple):
     """What retention weighs of an episode (EpisodeStore.facts): its columns and its
-    curiosity, without building the whole Episode."""
+    curiosity, without building the whole Episode. A named tuple, cheap to build: a full
+    retention pass builds one per stored episode."""
 
     id: str
     observed_at: float

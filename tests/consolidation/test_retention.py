@@ -270,6 +270,28 @@ def test_over_the_cap_exactly_the_lowest_utility_go(curiosities: list[float], ag
     assert ids(plan) == [e.id for e in ranked[:plan.evicted]]
 
 
+ODD_FLOATS = st.one_of(st.floats(-0.5, 1.5), st.sampled_from([0.0, 1.0, -0.0, math.nan,
+                                                               math.inf, -math.inf]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(ODD_FLOATS, st.one_of(st.none(), ODD_FLOATS),
+                               st.sampled_from([0.0, 0.5, 3.0, 13.0, 40.0, -1.0]),
+                               st.integers(-2, 6)), max_size=60),
+       weight=st.floats(-0.5, 1.5), half_life_days=st.sampled_from([0.0, 0.5, 7.0]))
+def test_by_utility_ranks_as_the_scalar_utility_does(
+        rows: list[tuple[float, float | None, float, int]], weight: float,
+        half_life_days: float) -> None:
+    """The ranking is computed over arrays (replay.gains_of, replay.recency_needs); it
+    must equal sorting by ``utility`` itself, ties and all: out-of-range and non-finite
+    curiosities and importances, no importance, negative counts, equal ages."""
+    episodes = [facts(i, age, curiosity=cur, importance=imp, replays=n)
+                for i, (cur, imp, age, n) in enumerate(rows)]
+    params = rt.RetentionParams(surprise_weight=weight, need_half_life_s=half_life_days * DAY)
+    expected = sorted(episodes, key=lambda e: (rt.utility(e, NOW, params), e.observed_at, e.id))
+    assert rt.by_utility(episodes, NOW, params) == expected
+
+
 # ---- the Delta stage over a real store ----------------------------------------------------
 
 
