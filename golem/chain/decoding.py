@@ -220,7 +220,7 @@ def _value(abi_type: str, value: Any) -> Any:
 
 def _decode_values(types: list[str], blob: bytes, what: str) -> tuple[Any, ...]:
     """Every registered event's values are static words: decoded word by word with
-    eth_abi's checks (golem.chain.abi.decode_words, ~8x faster than eth_abi's generic
+    eth_abi's checks (golem.chain.abi.decode_words, cheaper than eth_abi's generic
     decoders); anything else through eth_abi."""
     try:
         words = decode_words(types, blob)

@@ -385,24 +385,18 @@ class SemanticStore:
     def record_access(self, ids: Sequence[str], now: float) -> int:
         return semantic_lifecycle.record_access(self._db, ids, now)
 
-    def reinforce(self, entry_id: str, now: float, confidence_delta: float, useful: bool,
-                  anti_knowledge_floor: float) -> SemanticEntry | None:
-        """Testing effect: useful recall raises confidence (at most 1) and makes it the
-        new decay reference (``reinforced_confidence`` at ``last_reinforced = now``).
-
-        Only the delta's size counts; ``useful`` gives the direction. Not useful:
-        confidence drops by it (anchored entries keep theirs; anti-knowledge never
-        falls below the floor this way) and the decay reference is scaled by the same
-        factor, so the next decay pass continues from the lowered value. None if unknown.
-        """
-        return semantic_lifecycle.reinforce(self._db, entry_id, now, confidence_delta,
-                                            useful=useful,
-                                            anti_knowledge_floor=anti_knowledge_floor)
-
     def reinforce_many(self, items: Sequence[tuple[str, float, bool]], now: float,
                        anti_knowledge_floor: float) -> list[SemanticEntry | None]:
-        """reinforce() for each (id, confidence_delta, useful) in order, in one
-        transaction (an entry named twice is reinforced twice); None where unknown."""
+        """Testing effect, for each (id, confidence_delta, useful) in order, in one
+        transaction (an entry named twice is reinforced twice); None where unknown.
+
+        Useful recall raises confidence (at most 1) and makes it the new decay reference
+        (``reinforced_confidence`` at ``last_reinforced = now``). Only the delta's size
+        counts; ``useful`` gives the direction. Not useful: confidence drops by it
+        (anchored entries keep theirs; anti-knowledge never falls below the floor this
+        way) and the decay reference is scaled by the same factor, so the next decay pass
+        continues from the lowered value.
+        """
         return semantic_lifecycle.reinforce_many(self._db, items, now,
                                                  anti_knowledge_floor=anti_knowledge_floor)
 

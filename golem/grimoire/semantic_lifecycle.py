@@ -57,13 +57,6 @@ def record_access(db: SemanticDb, ids: Sequence[str], now: float) -> int:
     return cur.rowcount
 
 
-def reinforce(db: SemanticDb, entry_id: str, now: float, confidence_delta: float, *,
-              useful: bool, anti_knowledge_floor: float) -> SemanticEntry | None:
-    """See SemanticStore.reinforce; the read and the write are one transaction."""
-    return reinforce_many(db, [(entry_id, confidence_delta, useful)], now,
-                          anti_knowledge_floor=anti_knowledge_floor)[0]
-
-
 def reinforce_many(db: SemanticDb, items: Sequence[tuple[str, float, bool]], now: float, *,
                    anti_knowledge_floor: float) -> list[SemanticEntry | None]:
     """See SemanticStore.reinforce_many: (id, delta, useful) in order, one transaction."""

@@ -338,36 +338,36 @@ def test_an_accessed_entry_is_not_decoded_again(store: SemanticStore, tmp_path: 
 
 def test_reinforce_raises_confidence_up_to_one(store: SemanticStore) -> None:
     put(store, (entry("x", confidence=0.9), unit(0)))
-    once = store.reinforce("x", 10.0, 0.05, True, 0.3)
+    [once] = store.reinforce_many([("x", 0.05, True)], 10.0, 0.3)
     assert once is not None and once.confidence == pytest.approx(0.95)
-    twice = store.reinforce("x", 20.0, 0.2, True, 0.3)
+    [twice] = store.reinforce_many([("x", 0.2, True)], 20.0, 0.3)
     assert twice is not None and twice.confidence == 1.0
     assert twice.reinforced_confidence == 1.0  # the new decay reference
     stored = store.get(["x"])[0]
     assert stored == twice
     assert (stored.last_reinforced, stored.successful_recalls) == (20.0, 2)
     assert store.confidence_times(["x"]) == {"x": 20.0}
-    assert store.reinforce("missing", 20.0, 0.1, True, 0.3) is None
+    assert store.reinforce_many([("missing", 0.1, True)], 20.0, 0.3) == [None]
 
 
 def test_unhelpful_recall_lowers_confidence_within_limits(store: SemanticStore) -> None:
     put(store, (entry("plain", confidence=0.5), unit(0)),
         (entry("anti", confidence=0.32, entry_type=EntryType.ANTI_KNOWLEDGE), unit(1)),
         (entry("anchor", confidence=0.6, anchored=True), unit(2)))
-    plain = store.reinforce("plain", 5.0, -0.1, False, 0.3)  # only the size counts
+    plain = store.reinforce_many([("plain", -0.1, False)], 5.0, 0.3)[0]  # only the size counts
     assert plain is not None and plain.confidence == pytest.approx(0.4)
     assert plain.reinforced_confidence == pytest.approx(0.4)
     store.update_confidence({"plain": 0.2}, 6.0)  # a decay pass: reference 0.4 stays
-    lowered = store.reinforce("plain", 7.0, 0.1, False, 0.3)
+    lowered = store.reinforce_many([("plain", 0.1, False)], 7.0, 0.3)[0]
     assert lowered is not None and lowered.confidence == pytest.approx(0.1)
     assert lowered.reinforced_confidence == pytest.approx(0.2)  # 0.4 scaled by 0.1 / 0.2
     assert plain.last_reinforced is None and plain.successful_recalls == 0
-    anti = store.reinforce("anti", 5.0, 0.1, False, 0.3)
+    anti = store.reinforce_many([("anti", 0.1, False)], 5.0, 0.3)[0]
     assert anti is not None and anti.confidence == pytest.approx(0.3)
-    anchor = store.reinforce("anchor", 5.0, 0.1, False, 0.3)
+    anchor = store.reinforce_many([("anchor", 0.1, False)], 5.0, 0.3)[0]
     assert anchor is not None and anchor.confidence == pytest.approx(0.6)
     with pytest.raises(InvalidMemory):
-        store.reinforce("plain", 5.0, float("nan"), True, 0.3)
+        store.reinforce_many([("plain", float("nan"), True)], 5.0, 0.3)
 
 
 def test_reinforce_many_is_each_reinforcement_in_order(store: SemanticStore,
@@ -384,7 +384,7 @@ def test_reinforce_many_is_each_reinforcement_in_order(store: SemanticStore,
         items = [("a", 0.05, True), ("b", 0.02, False), ("gone", 0.05, True),
                  ("a", 0.02, False), ("c", 0.02, False), ("b", 0.05, True)]
         many = store.reinforce_many(items, 30.0, 0.3)
-        one_by_one = [other.reinforce(i, 30.0, d, useful, 0.3) for i, d, useful in items]
+        one_by_one = [other.reinforce_many([item], 30.0, 0.3)[0] for item in items]
         assert many == one_by_one and many[2] is None
         assert store.get(["a", "b", "c"]) == other.get(["a", "b", "c"])
         before = store.get(["a", "b", "c"])
@@ -407,7 +407,7 @@ def test_reinforcement_keeps_confidence_in_bounds(start: float, anti: bool,
         put(s, (entry("x", confidence=start, entry_type=kind), unit(0)))
         previous = start
         for delta, useful in steps:
-            after = s.reinforce("x", 1.0, delta, useful, floor)
+            [after] = s.reinforce_many([("x", delta, useful)], 1.0, floor)
             assert after is not None
             assert 0.0 <= after.confidence <= 1.0
             if useful:
