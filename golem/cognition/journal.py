@@ -344,13 +344,18 @@ class JournalReader:
                               (from_revision or 0, limit))
         return [float(r[0]) for r in rows]
 
-    def decisions_after(self, tick: int, *, not_before: float,
-                        limit: int) -> list[tuple[int, float, str]]:
-        """(tick, golem time, record JSON as stored) of the decisions after ``tick`` made
-        at golem time ``not_before`` or later, in tick order, at most ``limit``."""
-        rows = self._rows("SELECT tick, golem_time, record FROM decisions WHERE tick > ? AND "
-                          "golem_time >= ? ORDER BY tick LIMIT ?", (tick, not_before, limit))
-        return [(int(t), float(at), record) for t, at, record in rows]
+    def citations_after(self, tick: int, *, not_before: float,
+                        limit: int) -> list[tuple[int, float, str | None]]:
+        """(tick, golem time, citations) of the decisions after ``tick`` made at golem time
+        ``not_before`` or later, in tick order, at most ``limit``. ``citations``: the JSON
+        array ``[decision.referenced, cited]`` of the stored record (an absent one is
+        null), taken out by SQLite so the records are not parsed in Python; None for a
+        record that is not valid JSON."""
+        rows = self._rows("SELECT tick, golem_time, CASE WHEN json_valid(record) THEN "
+                          "json_extract(record, '$.decision.referenced', '$.cited') END "
+                          "FROM decisions WHERE tick > ? AND golem_time >= ? ORDER BY tick "
+                          "LIMIT ?", (tick, not_before, limit))
+        return [(int(t), float(at), citations) for t, at, citations in rows]
 
     def scored_decisions(self, tick: int, *, limit: int) -> list[tuple[int, float, str]]:
         """(tick, outcome quality, record JSON as stored) of the scored decisions after

@@ -141,25 +141,25 @@ class EpisodeRetention:
         horizon = now - self.params.salient_horizon_s
         if self._journal is not None:
             while True:
-                rows = self._journal.decisions_after(self._journal_tick, not_before=horizon,
+                rows = self._journal.citations_after(self._journal_tick, not_before=horizon,
                                                      limit=JOURNAL_PAGE)
-                for tick, at, record in rows:
+                for tick, at, citations in rows:
                     self._journal_tick = tick
-                    for episode in self._cited_in(record):
+                    for episode in self._cited_in(citations):
                         self._cited[episode] = max(at, self._cited.get(episode, at))
                 if len(rows) < JOURNAL_PAGE:
                     break
         self._cited = {i: at for i, at in self._cited.items() if at >= horizon}
         return frozenset(self._cited)
 
-    def _cited_in(self, record_json: str) -> list[str]:
+    def _cited_in(self, citations: str | None) -> list[str]:
+        """This namespace's episode ids among a decision's citations (JournalReader.
+        citations_after: ``[decision.referenced, cited]``); lists only, the rest ignored."""
         try:
-            record = json.loads(record_json)
-        except (TypeError, ValueError):
+            lists = json.loads(citations) if citations else None
+        except ValueError:
             return []
-        if not isinstance(record, dict):
+        if not isinstance(lists, list):
             return []
-        decision = record.get("decision")
-        referenced = decision.get("referenced", ()) if isinstance(decision, dict) else ()
-        return episode_ids([*(referenced or ()), *(record.get("cited") or ())],
+        return episode_ids([uri for uris in lists if isinstance(uris, list) for uri in uris],
                            self.grimoire.namespace)

@@ -161,7 +161,7 @@ def test_the_journal_and_the_mutations_are_read_through_their_owners(tmp_path: P
     assert reader.qualities(from_revision=2) == pytest.approx([0.1, 0.2, 0.3])
     assert reader.qualities(before_revision=3, limit=2) == pytest.approx([0.3, 0.2])
     assert reader.qualities(before_revision=2) == []
-    assert [t for t, _, _ in reader.decisions_after(1, not_before=NOW + 3, limit=9)] == [3]
+    assert [t for t, _, _ in reader.citations_after(1, not_before=NOW + 3, limit=9)] == [3]
     assert [(t, q) for t, q, _ in reader.scored_decisions(1, limit=1)] == [(2, pytest.approx(0.2))]
     store = MutationStore(tmp_path / STATE_DIR)
     try:

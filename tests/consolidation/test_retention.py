@@ -4,6 +4,7 @@ from a real LanceDB store through Grimoire.forget_episodes, logged and emitted."
 from __future__ import annotations
 
 import math
+import sqlite3
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -319,17 +320,30 @@ def test_the_stage_forgets_through_the_grimoire_logged_and_emitted(
         tmp_path: Path, embedder: Embedder) -> None:
     config = make_config(tmp_path)
     plain = [episode(i, 20 + i) for i in range(7)]
-    source, cited = episode(10, 30), episode(11, 30)
+    source, cited, named = episode(10, 30), episode(11, 30), episode(14, 30)
     revert, salient = episode(12, 30, category="revert"), episode(13, 30, curiosity=0.95)
     young = [episode(20 + i, 2) for i in range(3)]
     stranger = episode(30, 40, namespace="golem-b")
-    everything = [*plain, source, cited, revert, salient, *young, stranger]
+    everything = [*plain, source, cited, named, revert, salient, *young, stranger]
     journal = DecisionJournal.open(config.data_dir)
     journal.record(5, NOW - 29 * DAY, provider="offline", status="ok", summary="s",
                    record={"decision": {"referenced": [
                        f"grimoire://golem-a/episode/{cited.id}",
                        f"grimoire://golem-b/episode/{stranger.id}"]}}, predictions=[])
+    # the model's own citations (a top-level list), and a record that is not JSON
+    journal.record(6, NOW - 29 * DAY, provider="offline", status="ok", summary="s",
+                   record={"decision": None, "cited": [f"grimoire://golem-a/episode/{named.id}"]},
+                   predictions=[])
+    journal.record(7, NOW - 29 * DAY, provider="offline", status="ok", summary="s",
+                   record={"cited": [f"grimoire://golem-a/episode/{plain[0].id}"]},
+                   predictions=[])
     journal.close()
+    with sqlite3.connect(config.data_dir / "cognition" / "decisions.db") as conn:
+        conn.execute("UPDATE decisions SET record = '{\"cited\": [' WHERE tick = 7")
+    reader = JournalReader(config.data_dir / "cognition" / "decisions.db")
+    assert [(t, c is None) for t, _, c in reader.citations_after(
+        5, not_before=NOW - 30 * DAY, limit=9)] == [(6, False), (7, True)]
+    assert reader.citations_after(0, not_before=NOW - 28 * DAY, limit=9) == []
     seen: list[GrimoireForget] = []
 
     with episode_store(config.data_dir, embedder.signature) as store:
@@ -362,7 +376,8 @@ def test_the_stage_forgets_through_the_grimoire_logged_and_emitted(
     gone = {e.id for e in plain}
     assert left == before - gone
     assert report.forgotten == report.expired == 7 and report.evicted == 0
-    assert report.protected == 4  # the source, the cited, the revert, the salient
+    # the source, the two cited, the revert, the salient (not plain[0]: its record is broken)
+    assert report.protected == 5
     assert report.episodes == len(everything) - 1  # this namespace only
     assert again.forgotten == 0
     assert [len(e.ids) for e in seen] == [3, 3, 1]  # batches of 3, oldest first
