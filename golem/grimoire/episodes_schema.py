@@ -117,7 +117,7 @@ def _check(episode: Episode) -> None:
         raise InvalidMemory(f"episode {episode.id}: text is empty")
     if len(episode.identifiers) > MAX_IDENTIFIERS or not all(
             isinstance(i, str) and 0 < len(i) <= MAX_IDENTIFIER_CHARS and i.isprintable()
-            and not any(ch.isspace() for ch in i) for i in episode.identifiers):
+            and i.split() == [i] for i in episode.identifiers):  # no whitespace in it
         raise InvalidMemory(f"episode {episode.id}: identifiers must be at most "
                             f"{MAX_IDENTIFIERS} printable words of 1-{MAX_IDENTIFIER_CHARS} "
                             "characters")

@@ -29,6 +29,7 @@ from golem.grimoire.episodes import (
     first_partitions,
 )
 from golem.grimoire.episodes_fold import MAX_SMALL_FRAGMENTS, MAX_TEXT_SEGMENTS, TEXT_BASE_SHARE
+from golem.grimoire.episodes_schema import MAX_IDENTIFIER_CHARS
 from golem.grimoire.errors import (
     GrimoireError,
     InvalidMemory,
@@ -638,9 +639,16 @@ def test_bad_writes_are_refused_and_write_nothing(tmp_path: Path, sig: ModelSign
     for episode in (dataclasses.replace(ep, payload={"x": float("nan")}),
                     dataclasses.replace(ep, payload={"x": object()}),
                     dataclasses.replace(ep, text="  "),
-                    dataclasses.replace(ep, curiosity=float("inf"))):
+                    dataclasses.replace(ep, curiosity=float("inf")),
+                    # identifiers are single printable words: no whitespace of any kind
+                    *(dataclasses.replace(ep, identifiers=(bad,)) for bad in (
+                        "0xab cd", "0xab\u00a0cd", "0xab\u2003cd", "0xab\u3000", " 0xab", "",
+                        "a" * (MAX_IDENTIFIER_CHARS + 1)))):
         with pytest.raises(InvalidMemory):
             store.upsert([episode], unit(rng, 1))
+    fine = dataclasses.replace(ep, identifiers=("0xAbC", "WETH/USDC", "é-1",
+                                                "a" * MAX_IDENTIFIER_CHARS))
+    assert store.upsert([fine], unit(rng, 1)) == 1 and store.delete([fine.id]) == 1
     with pytest.raises(InvalidMemory):
         store.search_vector(np.ones(10, np.float32), 5, ["main"])
     with pytest.raises(InvalidMemory):
