@@ -149,6 +149,7 @@ class ConsolidationEngine:
         cursor = await anyio.to_thread.run_sync(self.cursor)
         first = cursor is None
         after = BEFORE_ALL if cursor is None else cursor
+        stamp = g.episodes_stamp()  # every id marked below is read after it
         new = await g.episodes_window(after, now, p.max_new_episodes)
         # The cursor moves to the newest episode read, not to now: Gamma may still be
         # writing episodes observed just before now.
@@ -198,7 +199,7 @@ class ConsolidationEngine:
             counts["replayed"], counts["clusters"] = len(replay_ids), len(groups)
         assisted = self.assist is not None and await self.assist(
             tick, now, groups, {e.id: e for e in replayed})
-        await g.mark_episodes(verified=newly, replayed=replay_ids)
+        await g.mark_episodes(verified=newly, replayed=replay_ids, as_of=stamp)
         pick = seeded_pick(f"decay-{p.seed}-{tick}") if p.forget_at_random else None
         decay = await g.apply_decay(pick) if p.decay else DecayReport(0, 0)
         if new:

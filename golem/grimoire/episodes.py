@@ -138,6 +138,9 @@ class EpisodeStore:
         # write through this handle. None: unknown, and id lookups scan those rows instead.
         self._unindexed_ids: set[str] | None = None
         self._id_filter: IdFilter | None = None  # every stored id (upsert's), on first use
+        # Bumped, under the write lock, before any row may leave the table through this
+        # handle (deletes, a table switch): removal_stamp()'s value.
+        self._removals = 0
         self._measures = RowMeasures(MEASURED_ROWS)  # search_vector_admitted's, by address
         # Before any layout upgrade: that copy writes the replay_count column as 0.
         self._replays = ReplayCounts.open(directory, self._legacy_replay_counts)
@@ -352,9 +355,9 @@ class EpisodeStore:
             stored = set(self._namespaces)
         return None if stored <= set(namespaces) else where
 
-    def update(self, ids: Sequence[str], **fields: Any) -> int:
+    def update(self, ids: Sequence[str], *, as_of: int | None = None, **fields: Any) -> int:
         """Set replay_count / quality_verified / importance on the given ids; returns how
-        many of them exist."""
+        many of them exist. ``as_of``: as increment_replay's."""
         unknown = set(fields) - UPDATABLE
         if unknown:
             raise InvalidMemory(f"update: cannot set {', '.join(sorted(unknown))} "
@@ -366,7 +369,8 @@ class EpisodeStore:
             # need it, and so does the knowledge of the rows the id B-tree does not hold,
             # since LanceDB writes updated rows anew, out of the B-tree's reach.
             tracked = bool(values_sql) and self._unindexed_ids is not None
-            stored = self._existing(ids) if tracked or replays is not None else set()
+            stored = (self._stored_as_of(ids, as_of) if tracked or replays is not None
+                      else set())
             done = self._update_sql(ids, values_sql) if values_sql else 0
             if tracked and self._unindexed_ids is not None:
                 self._unindexed_ids |= stored
@@ -377,15 +381,31 @@ class EpisodeStore:
                 done = len(existing)
         return done
 
-    def increment_replay(self, ids: Sequence[str]) -> int:
+    def removal_stamp(self) -> int:
+        """A value that changes whenever rows may have left the table through this handle
+        (the only writer): ids read from the store after it was taken are all still
+        stored while it has not changed (``as_of`` of update and increment_replay)."""
+        return self._removals
+
+    def increment_replay(self, ids: Sequence[str], *, as_of: int | None = None) -> int:
         """replay_count += 1 on the given ids that exist (consolidation replay): one
-        SQLite commit, no episode row rewritten. Returns how many."""
+        SQLite commit, no episode row rewritten. Returns how many. ``as_of``: a
+        removal_stamp() taken before the reads that found every one of the ids; while no
+        row has been removed since, they are counted without looking them up (an id not
+        so read would be counted too: the caller's promise)."""
         with self._write_lock:
-            stored = self._existing(ids)
+            stored = self._stored_as_of(ids, as_of)
             existing = [i for i in dict.fromkeys(ids) if i in stored]
             with self._vendor("replay count update"):
                 self._replays.increment(existing)
         return len(existing)
+
+    def _stored_as_of(self, ids: Sequence[str], as_of: int | None) -> set[str]:
+        """Which of the ids are stored: all of them when ``as_of`` is the current
+        removal_stamp() (the caller read them after taking it), else looked up. Call
+        under the write lock."""
+        return set(ids) if as_of is not None and as_of == self._removals \
+            else self._existing(ids)
 
     def _existing(self, ids: Sequence[str]) -> set[str]:
         """Which of the ids are stored: the id B-tree answers for the rows it holds; for
@@ -438,6 +458,7 @@ class EpisodeStore:
     def delete(self, ids: Sequence[str]) -> int:
         done = 0
         with self._write_lock, self._vendor("delete"):
+            self._removals += 1
             # Counts first: a crash between leaves a row counted from 0, never a count
             # waiting for a re-captured id.
             self._replays.drop(ids)
@@ -452,6 +473,7 @@ class EpisodeStore:
         record: retention forgets thousands at a time."""
         gone: list[str] = []
         with self._write_lock, self._vendor("delete"):
+            self._removals += 1
             for chunk in id_chunks(ids):
                 where = f"{sql_in('id', chunk)} AND namespace = {sql_str(namespace)}"
                 found = {str(r["id"]) for r in self._rows(where, ["id"], len(chunk))}
@@ -469,6 +491,7 @@ class EpisodeStore:
         """Remove the episodes of one chain above a block (a reorg orphaned them)."""
         where = f"chain_id = {int(chain_id)} AND block_number > {int(block_number)}"
         with self._write_lock, self._vendor("delete"):
+            self._removals += 1
             ids = [str(r["id"]) for r in self._rows(where, ["id"], limit=2**31 - 1)]
             if ids:
                 self._replays.drop(ids)
@@ -1025,6 +1048,7 @@ class EpisodeStore:
                                         f"unchanged: {type(exc).__name__}: {exc}") from exc
                 raise
             old, self._meta = self._meta.table, new_meta
+            self._removals += 1  # the new table holds the ids the old one did, or fewer
             self._table = self._open_table(name)
             self._learn_unindexed_ids()
             self._id_filter = None

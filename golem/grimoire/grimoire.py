@@ -328,14 +328,23 @@ class Grimoire(KnowledgeMaintenance):
                 status=entry.status.value))
         return stored
 
+    def episodes_stamp(self) -> int:
+        """A stamp for mark_episodes' ``as_of``: it changes whenever episodes may have
+        been removed (forgotten, orphaned by a reorg, a re-embedding's table switch)."""
+        return self._episodes.removal_stamp()
+
     async def mark_episodes(self, *, verified: Sequence[str] = (),
-                            replayed: Sequence[str] = ()) -> None:
-        """Set quality_verified on ``verified`` and replay_count += 1 on ``replayed``."""
+                            replayed: Sequence[str] = (), as_of: int | None = None) -> None:
+        """Set quality_verified on ``verified`` and replay_count += 1 on ``replayed``; ids
+        no longer stored are skipped. ``as_of``: an episodes_stamp() taken before the
+        reads that found every one of these ids; while none has been removed since, they
+        are marked without looking each up again (an id the caller did not so read
+        would be marked too)."""
         def mark() -> None:
             if verified:
-                self._episodes.update(verified, quality_verified=True)
+                self._episodes.update(verified, as_of=as_of, quality_verified=True)
             if replayed:
-                self._episodes.increment_replay(replayed)
+                self._episodes.increment_replay(replayed, as_of=as_of)
 
         await self._store(mark)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -654,6 +655,37 @@ def test_bad_writes_are_refused_and_write_nothing(tmp_path: Path, sig: ModelSign
     with pytest.raises(InvalidMemory):
         store.search_vector(unit(rng, 1)[0], 5, ["main"], since=float("nan"))
     assert store.count() == 0
+
+
+def test_marks_as_of_a_stamp_look_ids_up_only_after_a_removal(
+        tmp_path: Path, sig: ModelSignature) -> None:
+    """Consolidation marks the ids it has just read: while nothing has been removed since
+    its stamp they are marked as given; after any removal each is looked up, so a row
+    deleted in between gets no count and no update."""
+    store = open_store(tmp_path / "ep", sig)
+    episodes = [make_episode(i) for i in range(6)]
+    store.upsert(episodes, unit(np.random.default_rng(13), 6))
+    ids = [e.id for e in episodes]
+    stamp = store.removal_stamp()
+    assert store.increment_replay(ids[:3], as_of=stamp) == 3
+    assert store.update(ids[:2], as_of=stamp, quality_verified=True) == 2
+    # the promise is the caller's: an id it did not read is taken as stored too
+    assert store.increment_replay(["never-read"], as_of=stamp) == 1
+    assert store.delete(["never-read", ids[0]]) == 1
+    assert store.removal_stamp() != stamp
+    assert store.increment_replay(ids[:3], as_of=stamp) == 2  # looked up: ids[0] is gone
+    assert store.update(ids[:2], as_of=stamp, replay_count=5) == 1
+    assert store.delete_owned([ids[4]], "main") == [ids[4]]
+    newer = store.removal_stamp()
+    assert store.delete_chain_above(1, 10**9) == [] and store.removal_stamp() != newer
+    got = {e.id: e for e in store.get(ids)}
+    assert ids[0] not in got and ids[4] not in got
+    assert (got[ids[1]].replay_count, got[ids[1]].quality_verified) == (5, True)
+    assert (got[ids[2]].replay_count, got[ids[2]].quality_verified) == (2, False)
+    assert store.increment_replay([ids[0]]) == 0  # no stamp: always looked up
+    with sqlite3.connect(tmp_path / "ep" / "replays.db") as conn:  # no count left orphaned
+        counted = {row[0] for row in conn.execute("SELECT id FROM replays")}
+    assert counted == {ids[1], ids[2]}
 
 
 def test_update_delete_and_maintenance(tmp_path: Path, sig: ModelSignature) -> None:
