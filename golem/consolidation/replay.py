@@ -117,6 +117,24 @@ def utility(c: ReplayCandidate, now: float, params: ReplayParams,
     return gain(c, params.surprise_weight) * need(c, now, params.need_half_life_s, live_share)
 
 
+def utilities(candidates: Sequence[ReplayCandidate], now: float, params: ReplayParams,
+              live_share: dict[str, float]) -> list[float]:
+    """utility() of each candidate, in order, over arrays (gains_of, recency_needs): the
+    same floats, without a Python call chain per candidate."""
+    if not candidates:
+        return []
+    gains = gains_of(
+        np.array([c.curiosity for c in candidates], dtype=np.float64),
+        np.array([DEFAULT_IMPORTANCE if c.importance is None else c.importance
+                  for c in candidates], dtype=np.float64),
+        np.array([c.replay_count for c in candidates], dtype=np.float64),
+        params.surprise_weight)
+    shares = np.array([live_share.get(c.context, 0.0) for c in candidates], dtype=np.float64)
+    needs = recency_needs(np.array([c.observed_at for c in candidates], dtype=np.float64),
+                          now, params.need_half_life_s) + 0.5 * shares
+    return list(map(float, gains * needs))
+
+
 def split(batch_size: int, recent_fraction: float, n_recent: int, n_old: int) -> tuple[int, int]:
     """How many recent and old episodes to take; a short side gives its slots to the other."""
     batch = max(batch_size, 0)
@@ -147,7 +165,9 @@ def select(candidates: Sequence[ReplayCandidate], now: float, params: ReplayPara
            seed: int) -> list[str]:
     """The replay batch, in replay order. Recent: highest priority first (ties by id).
     Old: a seeded draw without replacement weighted by utility (Efraimidis-Spirakis)."""
-    eligible = [c for c in candidates if _unit(c.curiosity) >= params.min_curiosity]
+    curiosity = _units(np.array([c.curiosity for c in candidates], dtype=np.float64))
+    eligible = [c for c, u in zip(candidates, curiosity.tolist(), strict=True)
+                if u >= params.min_curiosity]
     recent = [c for c in eligible if c.recent]
     old = [c for c in eligible if not c.recent]
     take_recent, take_old = split(params.batch_size, params.recent_fraction,
@@ -157,10 +177,10 @@ def select(candidates: Sequence[ReplayCandidate], now: float, params: ReplayPara
     live = Counter(c.context for c in recent)
     live_share = {k: n / len(recent) for k, n in live.items()} if recent else {}
     rng = random.Random(seed)  # noqa: S311 - a reproducible draw, not a secret
+    old.sort(key=lambda c: c.id)
     keyed = []
-    for c in sorted(old, key=lambda c: c.id):
+    for c, w in zip(old, utilities(old, now, params, live_share), strict=True):
         u = rng.random()
-        w = utility(c, now, params, live_share)
         # key = u^(1/w): larger for larger weights; zero-utility episodes come last.
         key = math.log(u) / w if w > 0 and u > 0 else -math.inf
         keyed.append((key, c.id))

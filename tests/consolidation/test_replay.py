@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+import random
+from collections import Counter
+
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golem.consolidation import clusters, replay
@@ -35,6 +39,63 @@ def test_selection_is_a_deterministic_unique_subset(cs: list[ReplayCandidate],
     assert chosen == replay.select(list(reversed(cs)), NOW, p, seed)
     assert len(chosen) == len(set(chosen)) == min(p.batch_size, len(cs))
     assert set(chosen) <= {c.id for c in cs}
+
+
+wild = st.floats(allow_nan=True, allow_infinity=True, width=64)
+rough_candidate = st.builds(
+    ReplayCandidate,
+    id=st.uuids().map(str),
+    observed_at=st.floats(NOW - 400 * DAY, NOW + DAY),
+    curiosity=wild,
+    importance=st.none() | wild,
+    replay_count=st.integers(-3, 10**6),
+    recent=st.booleans(),
+    context=st.sampled_from(["a|calm", "b|calm", "a|volatile", ""]),
+)
+rough_params = st.builds(ReplayParams, batch_size=st.integers(0, 80), recent_fraction=unit,
+                         surprise_weight=wild, min_curiosity=st.floats(-0.5, 1.5),
+                         need_half_life_s=st.sampled_from([0.0, -1.0, 3600.0, 7 * DAY]))
+
+
+def scalar_select(cs: list[ReplayCandidate], now: float, p: ReplayParams,
+                  seed: int) -> list[str]:
+    """select() as it was written before its utilities went over arrays: one
+    replay.utility call per old candidate."""
+    def clipped(x: float) -> float:
+        return min(max(x, 0.0), 1.0) if math.isfinite(x) else 0.0
+
+    eligible = [c for c in cs if clipped(c.curiosity) >= p.min_curiosity]
+    recent = [c for c in eligible if c.recent]
+    old = [c for c in eligible if not c.recent]
+    take_recent, take_old = replay.split(p.batch_size, p.recent_fraction, len(recent),
+                                         len(old))
+    recent.sort(key=lambda c: (-replay.priority(c.curiosity, c.importance,
+                                                p.surprise_weight), c.id))
+    live = Counter(c.context for c in recent)
+    share = {k: n / len(recent) for k, n in live.items()} if recent else {}
+    rng = random.Random(seed)
+    keyed = []
+    for c in sorted(old, key=lambda c: c.id):
+        u = rng.random()
+        w = replay.utility(c, now, p, share)
+        keyed.append((math.log(u) / w if w > 0 and u > 0 else -math.inf, c.id))
+    keyed.sort(key=lambda kv: (-kv[0], kv[1]))
+    return replay.interleave([c.id for c in recent[:take_recent]],
+                             [i for _, i in keyed[:take_old]])
+
+
+@settings(max_examples=300)
+@given(st.lists(rough_candidate, max_size=80, unique_by=lambda c: c.id), rough_params,
+       st.integers(0, 2**32))
+def test_selection_over_arrays_is_the_scalar_one(cs: list[ReplayCandidate], p: ReplayParams,
+                                                 seed: int) -> None:
+    """The same replay, in the same order, for any numbers (out of range, NaN, infinite,
+    negative counts, no or negative half-life) as one utility() call per candidate."""
+    assert replay.select(cs, NOW, p, seed) == scalar_select(cs, NOW, p, seed)
+    old = [c for c in cs if not c.recent]
+    share = {"a|calm": 0.25, "": 0.5}
+    assert replay.utilities(old, NOW, p, share) == [replay.utility(c, NOW, p, share)
+                                                    for c in old]
 
 
 @given(candidates, params, st.integers(0, 2**32))
