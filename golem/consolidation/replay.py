@@ -21,6 +21,7 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -95,6 +96,26 @@ def gains_of(curiosity: np.ndarray, importance: np.ndarray, replay_count: np.nda
     return np.asarray(mixed / (1.0 + np.maximum(replay_count, 0)), dtype=np.float64)
 
 
+class Weighed(Protocol):
+    """What gains_over reads of an episode (a ReplayCandidate, retention's EpisodeFacts)."""
+
+    @property
+    def curiosity(self) -> float: ...
+    @property
+    def importance(self) -> float | None: ...
+    @property
+    def replay_count(self) -> int: ...
+
+
+def gains_over(items: Sequence[Weighed], surprise_weight: float) -> np.ndarray:
+    """gain_of of each item, in order (gains_of over their numbers)."""
+    return gains_of(
+        np.array([e.curiosity for e in items], dtype=np.float64),
+        np.array([DEFAULT_IMPORTANCE if e.importance is None else e.importance
+                  for e in items], dtype=np.float64),
+        np.array([e.replay_count for e in items], dtype=np.float64), surprise_weight)
+
+
 def recency_needs(observed_at: np.ndarray, now: float, half_life_s: float) -> np.ndarray:
     """need_of with no context share, over arrays: the same floats (the powers are
     Python's, one per element: numpy's may round differently where it has SIMD ones)."""
@@ -123,12 +144,7 @@ def utilities(candidates: Sequence[ReplayCandidate], now: float, params: ReplayP
     same floats, without a Python call chain per candidate."""
     if not candidates:
         return []
-    gains = gains_of(
-        np.array([c.curiosity for c in candidates], dtype=np.float64),
-        np.array([DEFAULT_IMPORTANCE if c.importance is None else c.importance
-                  for c in candidates], dtype=np.float64),
-        np.array([c.replay_count for c in candidates], dtype=np.float64),
-        params.surprise_weight)
+    gains = gains_over(candidates, params.surprise_weight)
     shares = np.array([live_share.get(c.context, 0.0) for c in candidates], dtype=np.float64)
     needs = recency_needs(np.array([c.observed_at for c in candidates], dtype=np.float64),
                           now, params.need_half_life_s) + 0.5 * shares

@@ -133,16 +133,12 @@ def utility(e: EpisodeFacts, now: float, p: RetentionParams) -> float:
 def by_utility(episodes: Iterable[EpisodeFacts], now: float,
                p: RetentionParams) -> list[EpisodeFacts]:
     """Lowest utility first; ties: oldest first, then by id. The utilities are
-    ``utility``'s, computed over arrays (replay.gains_of, replay.recency_needs)."""
+    ``utility``'s, computed over arrays (replay.gains_over, replay.recency_needs)."""
     items = list(episodes)
     if not items:
         return []
     at = np.array([e.observed_at for e in items], dtype=np.float64)
-    gains = replay.gains_of(
-        np.array([e.curiosity for e in items], dtype=np.float64),
-        np.array([replay.DEFAULT_IMPORTANCE if e.importance is None else e.importance
-                  for e in items], dtype=np.float64),
-        np.array([e.replay_count for e in items], dtype=np.float64), p.surprise_weight)
+    gains = replay.gains_over(items, p.surprise_weight)
     utilities = gains * replay.recency_needs(at, now, p.need_half_life_s)
     order = np.lexsort((np.array([e.id for e in items]), at, utilities))
     return [items[i] for i in order.tolist()]
