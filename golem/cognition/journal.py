@@ -24,6 +24,7 @@ from golem.cognition.predictions import (
     stated_outlook,
 )
 from golem.errors import StateError
+from golem.runtime import jsondecode
 from golem.runtime.state import connect_durable, durable_write, read_only_rows
 
 JOURNAL_DIR = "cognition"
@@ -286,7 +287,7 @@ class DecisionJournal:
     def last_record(self) -> dict[str, Any] | None:
         """The record of the newest decision (None before the first)."""
         rows = self._read("SELECT record FROM decisions ORDER BY tick DESC LIMIT 1", ())
-        return json.loads(rows[0][0]) if rows else None
+        return jsondecode.loads(rows[0][0]) if rows else None
 
     def loop_tick(self, name: str) -> int:
         rows = self._read("SELECT last_tick FROM loops WHERE name = ?", (name,))
@@ -327,7 +328,7 @@ class JournalReader:
     def decision(self, tick: int) -> dict[str, Any] | None:
         """The record of the decision at ``tick``; None when there is none."""
         rows = self._rows("SELECT record FROM decisions WHERE tick = ?", (tick,))
-        return json.loads(rows[0][0]) if rows else None
+        return jsondecode.loads(rows[0][0]) if rows else None
 
     def qualities(self, *, before_revision: int | None = None,
                   from_revision: int | None = None, limit: int = 1_000_000) -> list[float]:
@@ -374,7 +375,7 @@ class JournalReader:
                           "JOIN outcomes o ON o.tick = d.tick ORDER BY d.tick DESC LIMIT ?",
                           (limit,))
         return [{"tick": r[0], "golem_time": r[1], "provider": r[2], "status": r[3],
-                 "summary": r[4], "record": json.loads(r[5]),
+                 "summary": r[4], "record": jsondecode.loads(r[5]),
                  "outcome": None if r[6] is None else
                  {"regime": r[6], "quality": r[7], "cost_usd": r[8]}} for r in rows]
 
@@ -513,7 +514,7 @@ def knowledge_of(tick: int, record: str) -> dict[str, Any]:
     wrote (attributed entries with their shares and short texts, the outlook, malformed
     facts skipped); decisions journalled before knowledge was recorded show none."""
     try:
-        data = json.loads(record)
+        data = jsondecode.loads(record)
     except ValueError:
         data = {}
     knowledge = data.get("knowledge") if isinstance(data, dict) else None

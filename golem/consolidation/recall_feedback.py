@@ -10,7 +10,6 @@ is consolidation's). Each scored tick is used once: a cursor remembers the last.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ import structlog
 
 from golem.cognition.journal import JournalReader
 from golem.grimoire.grimoire import Grimoire
+from golem.runtime import jsondecode
 
 log = structlog.get_logger("golem.consolidation.recall_feedback")
 
@@ -81,4 +81,4 @@ class RecallFeedback:
 
     def _scored(self, after_tick: int) -> list[tuple[int, float, dict[str, Any]]]:
         rows = self.journal.scored_decisions(after_tick, limit=self.batch)
-        return [(t, q, json.loads(r)) for t, q, r in rows]
+        return [(t, q, jsondecode.loads(r)) for t, q, r in rows]

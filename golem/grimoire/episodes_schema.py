@@ -24,6 +24,7 @@ from lancedb.index import FTS, Bitmap, BTree
 
 from golem.grimoire.errors import InvalidMemory
 from golem.grimoire.records import Episode, Pad, Provenance, Source, finite_unit, search_text
+from golem.runtime import jsondecode
 
 # Layout 2: one JSON "record" column holds the whole episode except its text and the
 # fields later writes change; the other columns exist to be filtered, indexed or updated.
@@ -105,7 +106,7 @@ def record_curiosity(record: str) -> float:
     with contextlib.suppress(ValueError):
         if start >= len(_CURIOSITY_KEY) and end > start:
             return float(record[start:end])
-    return float(json.loads(record)["curiosity"])
+    return float(jsondecode.loads(record)["curiosity"])
 
 
 def _check(episode: Episode) -> None:
@@ -180,7 +181,7 @@ def unit_vectors(vectors: np.ndarray, n: int, dim: int) -> np.ndarray:
 def from_row(row: dict[str, Any]) -> Episode:
     """An Episode from a row of ROW_COLUMNS plus its "replay_count" (other keys are
     ignored)."""
-    record = json.loads(row["record"])
+    record = jsondecode.loads(row["record"])
     prov = record["provenance"]
     identifiers = tuple(record.get("identifiers", ()))
     text = row["text"]

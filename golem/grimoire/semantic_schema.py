@@ -30,6 +30,7 @@ from golem.grimoire.records import (
     Status,
     finite_unit,
 )
+from golem.runtime import jsondecode
 
 # What a search may be narrowed by: (statuses, entry types, memory types, minimum
 # importance); None means "any".
@@ -285,19 +286,19 @@ def row_entry(row: tuple[Any, ...]) -> SemanticEntry:
     try:
         r = dict(zip(ENTRY_COLUMNS, row, strict=True))
         category, kind = r["category"], r["fact_kind"]
-        meta, prov = json.loads(r["metadata"]), json.loads(r["provenance"])
+        meta, prov = jsondecode.loads(r["metadata"]), jsondecode.loads(r["provenance"])
         return SemanticEntry(
             id=r["id"], namespace=r["namespace"], text=r["text"],
             entry_type=EntryType(r["entry_type"]), memory_type=MemoryType(r["memory_type"]),
             created_at=r["created_at"], confidence=r["confidence"], importance=r["importance"],
             reinforced_confidence=r["reinforced_confidence"],
             category=InsightCategory(category) if category else None,
-            fact_kind=FactKind(kind) if kind else None, fact=json.loads(r["fact"]),
+            fact_kind=FactKind(kind) if kind else None, fact=jsondecode.loads(r["fact"]),
             episode_count=r["episode_count"], observed_from=r["observed_from"],
             observed_to=r["observed_to"], last_reinforced=r["last_reinforced"],
             last_accessed=r["last_accessed"], access_count=r["access_count"],
             successful_recalls=r["successful_recalls"],
-            source_episodes=tuple(json.loads(r["source_episodes"])),
+            source_episodes=tuple(jsondecode.loads(r["source_episodes"])),
             status=Status(r["status"]), decay_class=DecayClass(r["decay_class"]),
             anchored=bool(r["anchored"]),
             pad=Pad(r["pad_pleasure"], r["pad_arousal"], r["pad_dominance"]),
