@@ -1,9 +1,9 @@
 """JSON text to Python values for the stores' records: jiter first, json.loads as the judge.
 
 The stores keep their records as JSON (an episode's record, a decision, a knowledge
-entry's columns, the market journal's lines) and read many of them back on every Delta
-tick and recall. jiter (pydantic's parser, already installed with the Anthropic SDK)
-builds the same values in well under half the time json.loads takes on such records.
+entry's columns) and read many of them back on every Delta tick and recall. jiter
+(pydantic's parser, already installed with the Anthropic SDK) builds the same values in
+well under half the time json.loads takes on such records.
 
 Contract of ``loads``: it returns what ``json.loads`` returns for the same text (the
 same values, the same types, floats to the bit, big integers whole, the last of
