@@ -382,6 +382,39 @@ def test_trim_heap_hands_pages_freed_inside_the_heap_back() -> None:
     assert int(dropped_mb) >= 80
 
 
+USAGE_PROBE = MALLINFO + """
+from golem.runtime.heap import heap_usage
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+start = heap_usage()
+blocks = [libc.malloc(64 << 10) for _ in range(160)]  # 10 MiB in the heap
+big = libc.malloc(8 << 20)  # 8 MiB in its own mapping
+held = heap_usage()
+for block in blocks[:-1]:  # the last one pins the heap's top: the rest stays glibc's, free
+    libc.free(block)
+libc.free(big)
+freed = heap_usage()
+values = ("used", held.malloc_in_use_bytes - start.malloc_in_use_bytes,
+          "freed", held.malloc_in_use_bytes - freed.malloc_in_use_bytes,
+          "kept", freed.malloc_free_bytes - held.malloc_free_bytes)
+print(*(round(v / (1 << 20), 1) if isinstance(v, int) else v for v in values),
+      start.python_blocks > 1000)
+"""
+
+
+def test_heap_usage_tells_memory_in_use_from_memory_glibc_keeps_free() -> None:
+    """heap_usage (the /metrics golem_heap_bytes series): a block allocated counts as in
+    use, its own 1 MiB+ mappings included; freed inside the heap it counts as free."""
+    env = {k: v for k, v in child_env().items() if not k.startswith("MALLOC_")}
+    done = subprocess.run([sys.executable, "-c", USAGE_PROBE], capture_output=True,
+                          text=True, env=env, timeout=60, check=True)
+    _, used, _, freed, _, kept, python = done.stdout.split()
+    assert 17.9 <= float(used) <= 18.6  # 10 MiB + 8 MiB and glibc's chunk headers
+    assert 17.8 <= float(freed) <= 18.6  # all but the pinning block
+    assert 9.7 <= float(kept) <= 10.6  # the heap's 159 blocks; the mapping went back
+    assert python == "True"
+
+
 def test_the_running_golem_hands_freed_heap_back_every_trim_interval(tmp_path: Path) -> None:
     """While the loops run, glibc's free pages go back to the OS every
     ``runtime.heap_trim_interval_s`` wall seconds, logged at debug; 0 turns it off."""

@@ -2,7 +2,9 @@
 
 Event-driven series move as the bus reports (ticks and their durations, episodes stored,
 recalls, curator actions, vitality and phase); store-backed ones (memory entries, model
-tokens and cost, budget, P&L) are read at each scrape by ``refresh``. Counters count from
+tokens and cost, budget, P&L) are read at each scrape by ``refresh``; the process's own
+(``process_*`` from /proc, and the heap by part) are read at each scrape too, so an
+operator can watch a daemon's memory over its weeks. Counters count from
 this process's start, as Prometheus expects of a restartable target. Names follow
 Prometheus practice: ``golem_`` prefix, base units, ``_total`` on counters.
 """
@@ -13,8 +15,8 @@ import platform
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
@@ -30,6 +32,8 @@ from golem.events import (
     VitalityUpdated,
 )
 from golem.governor.categories import Phase
+from golem.grimoire.records import EntryType, Status
+from golem.runtime.heap import heap_usage
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _TICK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
@@ -52,6 +56,25 @@ class _Spend(Collector):
                                   value=self.money.spent_usd if self.money else 0.0)
 
 
+class _Heap(Collector):
+    """The process's heap by part (golem.runtime.heap.heap_usage), read at each scrape:
+    beside process_resident_memory_bytes it tells a leak (in use grows) from
+    fragmentation (free grows) on a daemon that runs for weeks."""
+
+    def collect(self) -> Iterator[Metric]:
+        usage = heap_usage()
+        heap = GaugeMetricFamily("golem_heap_bytes", "glibc malloc's memory by part (none "
+                                 "where the C library does not report it)", labels=["part"])
+        for part, value in (("in_use", usage.malloc_in_use_bytes),
+                            ("free", usage.malloc_free_bytes)):
+            if value is not None:
+                heap.add_metric([part], float(value))
+        yield heap
+        yield GaugeMetricFamily("golem_python_allocated_blocks",
+                                "Blocks held by Python's small-object allocator",
+                                value=float(usage.python_blocks))
+
+
 class GolemMetrics:
     def __init__(self, sources: Sources) -> None:
         self.sources = sources
@@ -67,6 +90,10 @@ class GolemMetrics:
                                         buckets=_RECALL_BUCKETS, registry=r)
         self._spend = _Spend()
         r.register(self._spend)
+        # process_* (resident and virtual memory, CPU seconds, open files, start time) from
+        # /proc where there is one; nothing elsewhere
+        ProcessCollector(registry=r)
+        r.register(_Heap())
         self.budget = Gauge("golem_budget_remaining_usd",
                             "Spendable balance above the death reserve", registry=r)
         self.vitality = Gauge("golem_vitality", "Vitality by component (and the composite)",
@@ -119,6 +146,11 @@ class GolemMetrics:
         """Read the store-backed series (call before rendering a scrape)."""
         counts = await self.sources.grimoire.entry_counts()
         self.entries.clear()
+        # every known status and type, 0 where there is none: a series does not vanish
+        # from dashboards while its count is 0 (a young golem has no entries)
+        for known in Status:
+            for entry_type in EntryType:
+                self.entries.labels(known.value, entry_type.value).set(0)
         for (status, kind), n in counts.items():
             self.entries.labels(status, kind).set(n)
         money = await self.sources.money()

@@ -26,7 +26,9 @@ import ctypes
 import ctypes.util
 import functools
 import gc
+import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 M_MMAP_THRESHOLD = -3  # mallopt parameters, from glibc's malloc.h
@@ -73,6 +75,42 @@ def trim_heap() -> bool:
         return False
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     return bool(trim(0))
+
+
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (malloc.h, glibc 2.33 and later): every field a size_t."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+@dataclass(frozen=True)
+class HeapUsage:
+    """Where this process's heap memory is, for an operator watching its RSS over weeks.
+
+    ``malloc_in_use_bytes``: what the process's native code (LanceDB, onnxruntime, SQLite,
+    Python objects over 512 bytes) holds through glibc's malloc, its own mappings of 1 MiB
+    or more included; ``malloc_free_bytes``: what glibc keeps freed inside its arenas
+    (resident only where a page is partly used: a trim gives whole free pages back);
+    ``python_blocks``: the blocks Python's small-object allocator has handed out."""
+
+    malloc_in_use_bytes: int | None
+    malloc_free_bytes: int | None
+    python_blocks: int
+
+
+def heap_usage() -> HeapUsage:
+    """glibc's counts (``mallinfo2``) and Python's; the malloc fields None where the C
+    library has no mallinfo2 (musl, macOS, glibc before 2.33). Cheap enough for every
+    metrics scrape: mallinfo2 walks each arena's free lists under its lock."""
+    info = getattr(_libc(), "mallinfo2", None)
+    in_use = free = None
+    if info is not None:
+        info.argtypes, info.restype = [], _MallInfo2
+        counts = info()
+        in_use, free = counts.uordblks + counts.hblkhd, counts.fordblks
+    return HeapUsage(in_use, free, sys.getallocatedblocks())
 
 
 def resident_mb() -> float | None:

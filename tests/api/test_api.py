@@ -200,6 +200,12 @@ def test_metrics_parse_and_counters_move(client: httpx.Client) -> None:
                  "golem_curator_actions_total", "golem_knowledge_skipped_total",
                  "golem_build_info"):
         assert name in names, name
+    # the process's memory, as an operator watches it over weeks (Linux, glibc here)
+    assert first["process_resident_memory_bytes{}"] > 50e6
+    assert first["process_cpu_seconds_total{}"] > 0
+    assert first['golem_heap_bytes{"part": "in_use"}'] > 1e6
+    assert 'golem_heap_bytes{"part": "free"}' in first
+    assert first["golem_python_allocated_blocks{}"] > 10_000
 
     def ticks(values: dict[str, float]) -> float:
         return sum(v for k, v in values.items() if k.startswith("golem_ticks_total{"))
