@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import shutil
 from collections.abc import Awaitable, Callable, Sequence
@@ -12,6 +13,7 @@ from typing import Any, TypeVar
 import anyio
 import numpy as np
 import pytest
+from structlog.testing import capture_logs
 
 from golem.config import Config, load_config
 from golem.events import EventBus
@@ -33,6 +35,7 @@ from golem.grimoire.records import (
     Status,
     episode_id,
 )
+from golem.logging import configure_logging
 
 from ..conftest import config_text
 
@@ -193,6 +196,29 @@ def test_a_time_expression_prefers_what_lies_in_its_window(
         # entry (also December): both in; "in November" holds neither
         november = await g.recall("ETH oracle updates in November", k=2)
         assert all(h.score.time_window == 0.5 for h in november.hits)
+
+    with_grimoire(cfg, embedder, body)
+
+
+def test_time_words_that_name_no_window_are_ignored_and_logged_at_debug(
+        tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
+    cfg = write_config(tmp_path, model_dir)
+
+    async def body(g: Grimoire) -> None:
+        older = await g.remember("The ETH oracle was updated after a 3% move",
+                                 timestamp=NOW - 20 * 86400, importance=0.5)
+        newer = await g.remember("The ETH oracle was updated after a 4% move",
+                                 timestamp=NOW - 12 * 3600, importance=0.5)
+        configure_logging("debug", "json", io.StringIO())  # the tests' default is warning
+        for query in ("was the ETH oracle updated on 31 February?",
+                      "was the ETH oracle updated sometime last spring?"):
+            with capture_logs() as logs:
+                result = await g.recall(query, k=2)
+            assert not result.refused, query
+            assert {h.id for h in result.hits} == {older.id, newer.id}
+            assert all(h.score.time_window == 1.0 for h in result.hits), query  # no window
+            ignored = [e for e in logs if e["event"].endswith("not read as a window; ignored")]
+            assert [e["log_level"] for e in ignored] == ["debug"], query
 
     with_grimoire(cfg, embedder, body)
 
