@@ -22,6 +22,7 @@ from golem.mortality.lineage import Lineage
 from golem.mortality.vitality_store import vitality_status
 from golem.redact import redact_url
 from golem.runtime.duration import format_duration
+from golem.runtime.heap import process_memory
 from golem.runtime.lock import lock_holder
 from golem.runtime.loop import iso
 from golem.runtime.state import StateStore
@@ -45,6 +46,8 @@ def collect_status(config: Config) -> dict[str, Any]:
         "data_dir": str(data_dir),
         "running": pid is not None,
         "pid": pid if pid and pid > 0 else None,
+        # the running daemon's memory (Linux); None when not running or not readable
+        "memory": process_memory(pid) if pid and pid > 0 else None,
         "clock": clock,
         "initialised": False,
         "phase": None,
@@ -180,10 +183,24 @@ def _disk(data_dir: Path, floor_mb: int) -> dict[str, Any] | None:
             free_mb < floor_mb}
 
 
+def _memory_line(memory: dict[str, float] | None) -> str | None:
+    """The running daemon's memory as one line of the report, or None without a reading."""
+    if not memory or "rss_mb" not in memory:
+        return None
+    parts = [f"{memory[key]:.0f} {label}" for key, label in (("anon_mb", "anonymous"),
+                                                            ("peak_mb", "peak"))
+             if key in memory]
+    return (f"  memory     {memory['rss_mb']:.0f} MB resident"
+            + (f" ({', '.join(parts)})" if parts else ""))
+
+
 def render_status(report: dict[str, Any]) -> str:
     lines = [f"golem {report['name']}: "
              + (f"running (pid {report['pid']})" if report["running"] else "not running")]
     lines.append(f"  data dir   {report['data_dir']}")
+    memory = _memory_line(report.get("memory"))
+    if memory:
+        lines.append(memory)
     lines.append(f"  clock      {report['clock']}")
     if not report["initialised"]:
         lines.append("  state      none yet (this golem has never run)")

@@ -6,6 +6,7 @@ import gc
 import itertools
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -149,6 +150,12 @@ def test_one_golem_per_data_dir(tmp_path: Path) -> None:
         status = run_golem("status", "--config", str(config), "--json")
         report = json.loads(status.stdout)
         assert report["running"] is True and report["pid"] == first.pid
+        # the running daemon's memory, read from /proc/<pid>/status
+        memory = report["memory"]
+        assert 30 < memory["rss_mb"] <= memory["peak_mb"] < 4000
+        assert 0 < memory["anon_mb"] < memory["rss_mb"]
+        text = run_golem("status", "--config", str(config)).stdout
+        assert re.search(r"\n  memory +\d+ MB resident \(\d+ anonymous, \d+ peak\)\n", text), text
         first.send_signal(signal.SIGTERM)
         first.communicate(timeout=30)
     assert first.returncode == 0

@@ -125,6 +125,7 @@ def test_status_reports_ticks_handlers_errors_and_sizes(make_config) -> None:
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["running"] is False and report["initialised"] is True
+    assert report["memory"] is None  # nothing running to measure
     gamma = report["loops"]["gamma"]
     assert (gamma["ticks"], gamma["ok"], gamma["failed"]) == (360, 359, 1)
     assert gamma["handlers"] == ["failing"]

@@ -115,13 +115,30 @@ def heap_usage() -> HeapUsage:
 
 def resident_mb() -> float | None:
     """This process's resident memory in MB (``VmRSS``); None where /proc has none."""
+    memory = process_memory("self")
+    return None if memory is None else memory.get("rss_mb")
+
+
+_STATUS_FIELDS = {"VmRSS:": "rss_mb", "RssAnon:": "anon_mb", "VmHWM:": "peak_mb"}
+
+
+def process_memory(pid: int | str) -> dict[str, float] | None:
+    """A process's memory from ``/proc/<pid>/status``, in MB to 0.1: ``rss_mb`` (resident),
+    ``anon_mb`` (its anonymous part: heap, stacks; the rest is mapped files such as
+    shared libraries), ``peak_mb`` (the highest resident so far), each present when the
+    kernel reports it. None where there is no such file (no such process, not Linux) or
+    it cannot be read (another user's process under a hardened /proc)."""
+    found: dict[str, float] = {}
     try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            kb = next((int(line.split()[1]) for line in status
-                       if line.startswith("VmRSS:")), None)
-    except OSError:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                words = line.split()
+                name = _STATUS_FIELDS.get(words[0]) if words else None
+                if name is not None:
+                    found[name] = round(int(words[1]) / 1024, 1)
+    except (OSError, ValueError, IndexError):
         return None
-    return None if kb is None else round(kb / 1024, 1)
+    return found
 
 
 @contextlib.contextmanager
