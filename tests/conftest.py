@@ -29,6 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+# onnxruntime's telemetry off in tests that import it themselves (test_model_compact), as
+# golem.grimoire.embedder keeps it off in the golem
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,8 @@
 """The local embedder: all-MiniLM-L6-v2 through onnxruntime and the tokenizers library,
 never downloading anything.
 
-The only module that imports onnxruntime and tokenizers. The model directory is assembled by
+The only module that imports onnxruntime and tokenizers, with onnxruntime's telemetry off
+(``ORT_DISABLE_TELEMETRY``, set before the import). The model directory is assembled by
 scripts/setup (scripts/install-model.py); a missing or altered directory stops
 the golem at start-up with the set-up command. Every vector it returns is sealed
 with its ModelSignature, computed from the bytes on disk, so a swapped model file
@@ -23,6 +24,13 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import numpy as np
+
+# onnxruntime 1.29 and later records telemetry (the host, the process, each session's model
+# hashes) in ~/.cache/Microsoft/DeveloperTools and sends it to Microsoft's collector unless
+# ORT_DISABLE_TELEMETRY is set when it loads. The golem sends nothing it was not told to:
+# set here, before the one import of onnxruntime (an operator's own value is kept).
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
 import onnxruntime as ort  # type: ignore[import-untyped]  # no stubs
 from tokenizers import AddedToken, Tokenizer
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -19,6 +21,8 @@ from golem.grimoire.embedder import TOKENIZER_FILES, Embedder, offered, read_sig
 from golem.grimoire.errors import EmbedderUnavailable, InvalidMemory
 from golem.grimoire.signature import ModelSignature, preprocess_hash
 
+from ..conftest import child_env
+
 MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "all-minilm-l6-v2-int8"
 TEXTS = [
     "Swap 2.5 WETH for 7,400 USDC on Uniswap v3 pool WETH/USDC 0.05%",
@@ -31,6 +35,32 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:
     return Embedder.load(MODEL_DIR, batch_size=2)
+
+
+# What onnxruntime reads to keep its telemetry off, beside ORT_DISABLE_TELEMETRY: a test
+# or CI environment (pytest under CI sets one of them), removed so the child is a host's.
+QUIET_SWITCHES = ("ORT_DISABLE_TELEMETRY", "ORT_RUNNING_UNIT_TESTS", "CI", "TF_BUILD",
+                  "GITHUB_ACTIONS")
+EMBED_ONCE = f"""
+import os
+from pathlib import Path
+from golem.grimoire.embedder import Embedder
+embedder = Embedder.load(Path({str(MODEL_DIR)!r}))
+embedder.embed(["a swap of 2 WETH on the WETH/USDC pool"])
+print(os.environ.get("ORT_DISABLE_TELEMETRY"))
+"""
+
+
+def test_onnxruntime_records_and_sends_no_telemetry(tmp_path: Path) -> None:
+    """onnxruntime 1.29+ writes telemetry under ~/.cache/Microsoft and sends it to Microsoft
+    unless ORT_DISABLE_TELEMETRY is set when it loads: the embedder sets it, so a golem on
+    a host (no CI variables) leaves nothing in its home and sends nothing."""
+    env = {k: v for k, v in child_env().items() if k not in QUIET_SWITCHES}
+    env.update(HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / ".cache"))
+    done = subprocess.run([sys.executable, "-c", EMBED_ONCE], capture_output=True, text=True,
+                          env=env, timeout=120, check=True)
+    assert done.stdout.split() == ["1"]
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
 def test_missing_model_dir_says_how_to_set_it_up(tmp_path: Path) -> None:
