@@ -31,6 +31,7 @@ from golem.grimoire.records import (
     MemoryType,
     Pad,
     Provenance,
+    SemanticEntry,
     Source,
     Status,
     episode_id,
@@ -176,16 +177,22 @@ def test_a_query_s_function_words_are_no_full_text_evidence(
     with_grimoire(cfg, embedder, body)
 
 
+async def two_oracle_updates(g: Grimoire) -> tuple[SemanticEntry, SemanticEntry]:
+    """Two entries alike but for their numbers: one 20 days before NOW, one 12 hours."""
+    older = await g.remember("The ETH oracle was updated after a 3% move",
+                             timestamp=NOW - 20 * 86400, importance=0.5)
+    newer = await g.remember("The ETH oracle was updated after a 4% move",
+                             timestamp=NOW - 12 * 3600, importance=0.5)
+    return older, newer
+
+
 def test_a_time_expression_prefers_what_lies_in_its_window(
         tmp_path: Path, model_dir: Path, embedder: Embedder) -> None:
     cfg = write_config(tmp_path, model_dir)
 
     async def body(g: Grimoire) -> None:
         # NOW is 2026-01-01T00:00Z: "yesterday" is 2025-12-31
-        older = await g.remember("The ETH oracle was updated after a 3% move",
-                                 timestamp=NOW - 20 * 86400, importance=0.5)
-        yesterday = await g.remember("The ETH oracle was updated after a 4% move",
-                                     timestamp=NOW - 12 * 3600, importance=0.5)
+        older, yesterday = await two_oracle_updates(g)
         plain = await g.recall("when was the ETH oracle updated?", k=2)
         assert {h.id for h in plain.hits} == {older.id, yesterday.id}
         assert all(h.score.time_window == 1.0 for h in plain.hits)
@@ -205,10 +212,7 @@ def test_time_words_that_name_no_window_are_ignored_and_logged_at_debug(
     cfg = write_config(tmp_path, model_dir)
 
     async def body(g: Grimoire) -> None:
-        older = await g.remember("The ETH oracle was updated after a 3% move",
-                                 timestamp=NOW - 20 * 86400, importance=0.5)
-        newer = await g.remember("The ETH oracle was updated after a 4% move",
-                                 timestamp=NOW - 12 * 3600, importance=0.5)
+        older, newer = await two_oracle_updates(g)
         configure_logging("debug", "json", io.StringIO())  # the tests' default is warning
         for query in ("was the ETH oracle updated on 31 February?",
                       "was the ETH oracle updated sometime last spring?"):
