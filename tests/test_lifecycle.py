@@ -22,7 +22,7 @@ import pytest
 
 from golem.cli import run_cli
 from golem.config import load_config
-from golem.runtime.heap import GC_YOUNG_THRESHOLD, long_lived_heap
+from golem.runtime.heap import GC_YOUNG_THRESHOLD, SQLITE_HEAP_LIMIT, long_lived_heap
 from golem.runtime.state import StateStore
 
 from .conftest import REPO, child_env, config_text, golem_cmd, run_golem
@@ -319,9 +319,10 @@ def test_the_golem_command_keeps_large_buffers_in_their_own_mappings() -> None:
         return done.stdout.split()
 
     assert probe("plain") == ["-", "False"]  # glibc's default: the second one is heap
-    assert probe("tune") == ["MALLOC_ARENA_MAX,MALLOC_MMAP_THRESHOLD_,THP_DISABLE", "True"]
+    assert probe("tune") == [
+        "MALLOC_ARENA_MAX,MALLOC_MMAP_THRESHOLD_,SQLITE_SOFT_HEAP_LIMIT,THP_DISABLE", "True"]
     assert probe("tune", MALLOC_MMAP_THRESHOLD_="8388608") == [
-        "MALLOC_ARENA_MAX,THP_DISABLE", "False"]
+        "MALLOC_ARENA_MAX,SQLITE_SOFT_HEAP_LIMIT,THP_DISABLE", "False"]
 
 
 THP_PROBE = """
@@ -356,6 +357,50 @@ def test_the_golem_command_turns_transparent_huge_pages_off() -> None:
 
     assert probe() == ["True", "0", "0"]
     assert probe(GOLEM_THP="madvise") == ["False", "1", "1"]
+
+
+SQLITE_PROBE = """
+import ctypes, ctypes.util, os, sqlite3, sys
+from golem.runtime.heap import tune_heap
+applied = tune_heap(os.environ)
+lib = ctypes.CDLL(ctypes.util.find_library("sqlite3"))  # the library _sqlite3 loaded
+lib.sqlite3_memory_used.restype = ctypes.c_int64
+conns = []
+for i in range(4):  # four stores, each read whole through a 64 MiB page cache
+    conn = sqlite3.connect(os.path.join(sys.argv[1], f"{i}.db"))
+    conn.execute("PRAGMA cache_size = -65536")
+    conn.execute("CREATE TABLE t (x BLOB)")
+    conn.executemany("INSERT INTO t VALUES (?)", ((os.urandom(1000),) for _ in range(4000)))
+    conn.commit()
+    conn.execute("SELECT count(*), sum(length(x)) FROM t").fetchone()
+    conns.append(conn)
+(limit,) = conns[0].execute("PRAGMA soft_heap_limit").fetchone()
+print(",".join(sorted(k for k in applied if k.startswith("SQLITE"))) or "-", limit,
+      lib.sqlite3_memory_used() >> 20)
+"""
+
+
+def test_the_golem_command_bounds_sqlite_memory_for_the_whole_process(
+        tmp_path: Path) -> None:
+    """Each SQLite connection keeps its own page cache; the golem's ~14 held ~18 MB.
+    The golem command sets SQLite's soft heap limit, which every connection shares: four
+    connections reading 4 MB each stay near it, where without it they keep ~16 MB.
+    GOLEM_SQLITE_HEAP leaves SQLite's default (no limit)."""
+    env = {k: v for k, v in child_env().items() if k != "GOLEM_SQLITE_HEAP"}
+
+    def probe(name: str, **extra: str) -> list[str]:
+        (tmp_path / name).mkdir()
+        done = subprocess.run([sys.executable, "-c", SQLITE_PROBE, str(tmp_path / name)],
+                              capture_output=True, text=True, env={**env, **extra},
+                              timeout=60, check=True)
+        return done.stdout.split()
+
+    applied, limit, used_mb = probe("tuned")
+    assert (applied, int(limit)) == ("SQLITE_SOFT_HEAP_LIMIT", SQLITE_HEAP_LIMIT)
+    assert int(used_mb) <= 2 * (SQLITE_HEAP_LIMIT >> 20)
+    applied, limit, used_mb = probe("default", GOLEM_SQLITE_HEAP="1")
+    assert (applied, int(limit)) == ("-", 0)
+    assert int(used_mb) >= 12
 
 
 TRIM_PROBE = MALLINFO + """
