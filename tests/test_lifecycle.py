@@ -382,7 +382,7 @@ print(",".join(sorted(k for k in applied if k.startswith("SQLITE"))) or "-", lim
 
 def test_the_golem_command_bounds_sqlite_memory_for_the_whole_process(
         tmp_path: Path) -> None:
-    """Each SQLite connection keeps its own page cache; the golem's ~14 held ~18 MB.
+    """Each SQLite connection keeps its own page cache; the golem's ~15 held ~18 MB.
     The golem command sets SQLite's soft heap limit, which every connection shares: four
     connections reading 4 MB each stay near it, where without it they keep ~16 MB.
     GOLEM_SQLITE_HEAP leaves SQLite's default (no limit)."""

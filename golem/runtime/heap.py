@@ -10,7 +10,7 @@ which Gamma's few texts per second can spare. Fewer arenas (two) keep the thread
 onnxruntime, LanceDB and the event loop from each holding freed memory.
 
 SQLite's memory is bounded for the whole process by its soft heap limit
-(``SQLITE_HEAP_LIMIT``): each of the golem's ~14 connections would otherwise keep a page
+(``SQLITE_HEAP_LIMIT``): each of the golem's ~15 connections would otherwise keep a page
 cache of up to 2 MiB (SQLite's default), and together they held ~18 MB of a default
 golem's RSS. Over the limit SQLite recycles cached pages instead of allocating more
 (reads then come from the OS's file cache). Setting ``GOLEM_SQLITE_HEAP`` in the
