@@ -258,8 +258,9 @@ def test_malformed_logs_are_node_faults_and_are_retried(rig: Rig) -> None:
 
     def meanwhile(live: Live) -> None:
         live.wait_caught_up()
-        rig.drive(2)
+        # before the blocks: capture may fetch their logs as soon as they are mined
         rig.node.malform_next_log("bad_hex")
+        rig.drive(2)
 
     run = run_capture(rig, config, meanwhile)
     assert rig.node.faults["malformed_log"] == 2
